@@ -1,0 +1,260 @@
+// zipccl: per-group and per-chunk encode / decode, shared by every executor.
+//
+// A group is 32 consecutive elements of a chunk (the last group of a chunk may be shorter). Lane i
+// of a group is element 32 * g + i; bit i of each of the group's plane words belongs to lane i:
+//   plane 0..2   bits 0..2 of the lane's code (code 0 = escape, 1..7 = table entry code-1)
+//   plane 3..5   fp16 only: rest bits 8..10 (mantissa bits 8, 9 and the sign)
+// Lanes past the end of a short group have all plane bits zero and no bytes.
+//
+// The functions below are the reference: the host executor calls them directly (its SIMD paths
+// are checked byte for byte against them), and the device kernels call the per-lane pieces.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "../codebook/table.hpp"
+#include "../config.hpp"
+#include "../element.hpp"
+#include "../error.hpp"
+#include "../format/bytes.hpp"
+#include "../format/chunk.hpp"
+
+namespace zipccl::codec_detail {
+
+using format::load_le;
+using format::store_le;
+
+template <class E>
+struct group_coder {
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  static constexpr unsigned P = L::planes;
+
+  // Encodes lanes [0, lanes) of a group whose first element is at `in` (raw element bytes).
+  // Writes the group's P plane words, its words and bytes, and each escaped exponent to esc (room
+  // for 32). Returns how many lanes escaped.
+  ZIPCCL_HOST_DEVICE static unsigned encode(const std::uint8_t* in, unsigned lanes,
+                                            const std::uint8_t* lut, std::uint8_t* planes,
+                                            std::uint8_t* words, std::uint8_t* bytes,
+                                            std::uint8_t* esc) {
+    std::uint32_t p[P] = {};
+    unsigned n_esc = 0;
+    for (unsigned i = 0; i < lanes; ++i) {
+      const bits_type b = load_le<bits_type>(in + i * sizeof(bits_type));
+      const std::uint32_t e = E::exponent(b);
+      const std::uint32_t r = E::rest(b);
+      const std::uint32_t c = lut[e];
+      p[0] |= (c & 1u) << i;
+      p[1] |= ((c >> 1) & 1u) << i;
+      p[2] |= (c >> 2) << i;
+      if constexpr (L::extra_planes != 0) {
+        const std::uint32_t h = L::rest_high(r);
+        p[3] |= (h & 1u) << i;
+        p[4] |= ((h >> 1) & 1u) << i;
+        p[5] |= ((h >> 2) & 1u) << i;
+      }
+      if constexpr (L::word_bytes != 0) store_le<std::uint16_t>(words + 2 * i, static_cast<std::uint16_t>(L::rest_word(r)));
+      bytes[i] = static_cast<std::uint8_t>(L::rest_byte(r));
+      if (c == 0) esc[n_esc++] = static_cast<std::uint8_t>(e);
+    }
+    for (unsigned k = 0; k < P; ++k) store_le<std::uint32_t>(planes + 4 * k, p[k]);
+    return n_esc;
+  }
+
+  // Mask of the escaped lanes among the first `lanes`.
+  ZIPCCL_HOST_DEVICE static std::uint32_t escape_mask(const std::uint8_t* planes, unsigned lanes) {
+    const std::uint32_t live = lanes >= 32 ? 0xFFFFFFFFu : ((1u << lanes) - 1u);
+    const std::uint32_t any = load_le<std::uint32_t>(planes) | load_le<std::uint32_t>(planes + 4) |
+                              load_le<std::uint32_t>(planes + 8);
+    return ~any & live;
+  }
+
+  // True when no plane has a bit set for a lane at or past `lanes`.
+  ZIPCCL_HOST_DEVICE static bool padding_clear(const std::uint8_t* planes, unsigned lanes) {
+    if (lanes >= 32) return true;
+    const std::uint32_t dead = ~((1u << lanes) - 1u);
+    for (unsigned k = 0; k < P; ++k)
+      if (load_le<std::uint32_t>(planes + 4 * k) & dead) return false;
+    return true;
+  }
+
+  // Decodes one lane; `escaped` is the raw exponent to use when the lane's code is 0.
+  ZIPCCL_HOST_DEVICE static bits_type decode_lane(const std::uint8_t* planes, const std::uint8_t* words,
+                                                  const std::uint8_t* bytes, unsigned i,
+                                                  const std::uint8_t* table, std::uint32_t escaped) {
+    const std::uint32_t c = ((load_le<std::uint32_t>(planes) >> i) & 1u) |
+                            (((load_le<std::uint32_t>(planes + 4) >> i) & 1u) << 1) |
+                            (((load_le<std::uint32_t>(planes + 8) >> i) & 1u) << 2);
+    std::uint32_t high = 0, word = 0;
+    if constexpr (L::extra_planes != 0)
+      high = ((load_le<std::uint32_t>(planes + 12) >> i) & 1u) |
+             (((load_le<std::uint32_t>(planes + 16) >> i) & 1u) << 1) |
+             (((load_le<std::uint32_t>(planes + 20) >> i) & 1u) << 2);
+    if constexpr (L::word_bytes != 0) word = load_le<std::uint16_t>(words + 2 * i);
+    const std::uint32_t e = c ? table[c - 1] : escaped;
+    return E::join(e, L::join_rest(bytes[i], word, high));
+  }
+};
+
+// Gathers a chunk's statistic and asks the policy for its table (scalar reference).
+template <class E, class Policy>
+ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std::uint8_t* in,
+                                                std::uint64_t m) {
+  using bits_type = typename E::bits_type;
+  if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
+    std::uint64_t sum = 0, count = 0;
+    for (std::uint64_t i = 0; i < m; ++i) {
+      const std::uint32_t e = E::exponent(load_le<bits_type>(in + i * sizeof(bits_type)));
+      if (Policy::template counts<E>(e)) {
+        sum += e;
+        ++count;
+      }
+    }
+    return Policy::template select<E>(sum, count);
+  } else if constexpr (Policy::stat == codebook::statistic::histogram) {
+    std::uint32_t counts[E::exponent_count] = {};
+    for (std::uint64_t i = 0; i < m; ++i) ++counts[E::exponent(load_le<bits_type>(in + i * sizeof(bits_type)))];
+    return Policy::template select<E>(counts);
+  } else {
+    return policy.entries;
+  }
+}
+
+// Writes a stored chunk of m elements; returns its size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m,
+                                                    bool checksum, std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  const std::uint64_t size = L::stored_bytes(m);
+  const std::uint64_t body = m * L::elem_size;
+  std::memcpy(out + format::chunk_header_bytes, in, body);
+  for (std::uint64_t p = format::chunk_header_bytes + body; p < size; ++p) out[p] = 0;
+  format::chunk_header h;
+  h.mode = format::chunk_mode::stored;
+  format::write_chunk_header(out, h);
+  store_le<std::uint32_t>(out + 12, format::chunk_check(out, size, checksum));
+  return size;
+}
+
+// Seals a coded chunk whose body is in place: pads, writes the header and check; returns size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(std::uint64_t m, const codebook::table& t,
+                                                  std::uint64_t escapes, bool checksum,
+                                                  std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  const std::uint64_t end = L::escapes_offset(m) + escapes;
+  const std::uint64_t size = L::coded_bytes(m, escapes);
+  for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
+  format::chunk_header h;
+  h.mode = format::chunk_mode::coded;
+  for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = t.exponent[i];
+  h.escapes = static_cast<std::uint32_t>(escapes);
+  format::write_chunk_header(out, h);
+  store_le<std::uint32_t>(out + 12, format::chunk_check(out, size, checksum));
+  return size;
+}
+
+// Encodes one chunk of m elements with table t into out, which must hold stored_bytes(m).
+// Falls back to a stored chunk as soon as the escapes would make coding not pay. Returns the size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint64_t m,
+                                              const codebook::table& t, bool checksum,
+                                              std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  using G = group_coder<E>;
+  const std::int64_t budget = L::escape_budget(m);
+  if (budget < 0) return write_stored_chunk<E>(in, m, checksum, out);
+  std::uint8_t lut[256];
+  codebook::make_code_lut(t, lut);
+  std::uint8_t* planes = out + L::planes_offset();
+  std::uint8_t* words = out + L::words_offset(m);
+  std::uint8_t* bytes = out + L::bytes_offset(m);
+  std::uint8_t* escapes = out + L::escapes_offset(m);
+  std::uint64_t n_esc = 0;
+  std::uint8_t esc[32];
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
+    const unsigned k = G::encode(in + first * L::elem_size, lanes, lut, planes + g * G::P * 4,
+                                 words + first * L::word_bytes, bytes + first, esc);
+    if (static_cast<std::int64_t>(n_esc + k) > budget) return write_stored_chunk<E>(in, m, checksum, out);
+    for (unsigned j = 0; j < k; ++j) escapes[n_esc + j] = esc[j];
+    n_esc += k;
+  }
+  return seal_coded_chunk<E>(m, t, n_esc, checksum, out);
+}
+
+// Validates the chunk header against the chunk's span; on success *h holds it.
+template <class E>
+ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
+                                      bool checksum, format::chunk_header* h) {
+  using L = format::chunk_layout<E>;
+  if (span < format::chunk_header_bytes || span % format::alignment != 0) return status::corrupt;
+  const format::chunk_header r = format::read_chunk_header(chunk);
+  if (r.mode == format::chunk_mode::stored) {
+    if (span != L::stored_bytes(m)) return status::corrupt;
+  } else if (r.mode == format::chunk_mode::coded) {
+    if (L::escape_budget(m) < 0 || r.escapes > static_cast<std::uint64_t>(L::escape_budget(m)))
+      return status::corrupt;
+    if (span != L::coded_bytes(m, r.escapes)) return status::corrupt;
+  } else {
+    return status::corrupt;
+  }
+  if (format::chunk_check(chunk, span, checksum) != r.check) return status::checksum_mismatch;
+  if (r.mode == format::chunk_mode::stored) {
+    for (unsigned i = 0; i < format::table_size; ++i)
+      if (r.table[i] != 0) return status::corrupt;
+    if (r.escapes != 0) return status::corrupt;
+    for (std::uint64_t p = format::chunk_header_bytes + m * L::elem_size; p < span; ++p)
+      if (chunk[p] != 0) return status::corrupt;
+  } else {
+    for (unsigned i = 0; i < format::table_size; ++i)
+      if (r.table[i] >= E::exponent_count) return status::corrupt;
+    for (std::uint64_t p = L::escapes_offset(m) + r.escapes; p < span; ++p)
+      if (chunk[p] != 0) return status::corrupt;
+  }
+  *h = r;
+  return status::success;
+}
+
+// Decodes one validated-span chunk of m elements into out (m elements, any alignment).
+template <class E>
+ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
+                                       bool checksum, std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  using G = group_coder<E>;
+  format::chunk_header h;
+  const status st = check_chunk<E>(chunk, span, m, checksum, &h);
+  if (st != status::success) return st;
+  if (h.mode == format::chunk_mode::stored) {
+    std::memcpy(out, chunk + format::chunk_header_bytes, m * L::elem_size);
+    return status::success;
+  }
+  const std::uint8_t* planes = chunk + L::planes_offset();
+  const std::uint8_t* words = chunk + L::words_offset(m);
+  const std::uint8_t* bytes = chunk + L::bytes_offset(m);
+  const std::uint8_t* escapes = chunk + L::escapes_offset(m);
+  std::uint64_t used = 0;
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
+    const std::uint8_t* gp = planes + g * G::P * 4;
+    if (!G::padding_clear(gp, lanes)) return status::corrupt;
+    std::uint32_t em = G::escape_mask(gp, lanes);
+    for (unsigned i = 0; i < lanes; ++i) {
+      std::uint32_t raw = 0;
+      if ((em >> i) & 1u) {
+        if (used >= h.escapes) return status::corrupt;
+        raw = escapes[used++];
+        if (raw >= E::exponent_count) return status::corrupt;
+      }
+      store_le<typename E::bits_type>(out + (first + i) * L::elem_size,
+                                      G::decode_lane(gp, words + first * L::word_bytes, bytes + first, i,
+                                                     h.table, raw));
+    }
+  }
+  return used == h.escapes ? status::success : status::corrupt;
+}
+
+}  // namespace zipccl::codec_detail

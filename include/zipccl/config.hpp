@@ -1,0 +1,45 @@
+// zipccl: configuration macros shared by every header.
+//
+// ZIPCCL_HOST_DEVICE marks functions that both executors call: under nvcc they become
+// __host__ __device__, under a plain C++ compiler they are ordinary inline functions, so the
+// format and coding logic can be unit-tested on a machine without a GPU.
+#pragma once
+
+#include <cstdint>
+
+#define ZIPCCL_VERSION_MAJOR 0
+#define ZIPCCL_VERSION_MINOR 1
+#define ZIPCCL_VERSION_PATCH 0
+
+#if defined(__CUDACC__)
+#define ZIPCCL_HOST_DEVICE __host__ __device__ __forceinline__
+#define ZIPCCL_DEVICE __device__ __forceinline__
+#else
+#define ZIPCCL_HOST_DEVICE inline
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define ZIPCCL_DEVICE_PASS 1
+#else
+#define ZIPCCL_DEVICE_PASS 0
+#endif
+
+// Host SIMD fast paths are chosen at compile time from the target flags (for example
+// -march=native or -mavx512bw -mavx512vbmi -mavx512vbmi2). ZIPCCL_DISABLE_SIMD forces the portable
+// path, which produces the same bytes.
+#if !defined(ZIPCCL_DISABLE_SIMD) && !defined(__CUDACC__) && defined(__AVX512BW__) &&         \
+    defined(__AVX512VBMI__) && defined(__AVX512VBMI2__) && defined(__BMI2__)
+#define ZIPCCL_HAS_AVX512 1
+#else
+#define ZIPCCL_HAS_AVX512 0
+#endif
+
+namespace zipccl {
+
+struct version_info {
+  int major, minor, patch;
+};
+inline constexpr version_info version{ZIPCCL_VERSION_MAJOR, ZIPCCL_VERSION_MINOR,
+                                      ZIPCCL_VERSION_PATCH};
+
+}  // namespace zipccl

@@ -1,0 +1,168 @@
+// zipccl: the stream header, the chunk directory and the exact size bound.
+//
+// docs/FORMAT.md describes these bytes; the field offsets below are the normative ones.
+//
+//   stream  = header (48 bytes) | directory (8 bytes per chunk) | zero padding to 16 |
+//             chunk 0 | chunk 1 | ...                  (every chunk starts 16-byte aligned)
+#pragma once
+
+#include <cstdint>
+
+#include "../config.hpp"
+#include "../element.hpp"
+#include "../error.hpp"
+#include "bytes.hpp"
+#include "hash.hpp"
+
+namespace zipccl {
+
+// The wire identifier of the codebook policy that wrote a stream (header byte 7). Decoding does
+// not depend on it: every coded chunk carries its own table.
+enum class codebook_kind : std::uint8_t { analytic_gaussian = 1, histogram = 2, fixed = 3 };
+
+inline constexpr const char* codebook_name(codebook_kind k) {
+  switch (k) {
+    case codebook_kind::analytic_gaussian: return "analytic";
+    case codebook_kind::histogram: return "histogram";
+    case codebook_kind::fixed: return "fixed";
+  }
+  return "unknown";
+}
+
+namespace format {
+
+inline constexpr std::uint8_t magic[4] = {'Z', 'P', 'C', 'L'};
+inline constexpr std::uint16_t version = 1;
+inline constexpr std::uint64_t header_bytes = 48;
+inline constexpr std::uint64_t directory_entry_bytes = 8;
+inline constexpr std::uint64_t chunk_header_bytes = 16;
+inline constexpr std::uint64_t alignment = 16;
+inline constexpr std::uint32_t group_elems = 32;  // elements per bit-plane group
+inline constexpr std::uint32_t chunk_granularity = 256;
+inline constexpr std::uint32_t min_chunk_elems = 256;
+inline constexpr std::uint32_t max_chunk_elems = 1u << 24;
+inline constexpr std::uint32_t default_chunk_elems = 1u << 16;
+
+inline constexpr std::uint32_t flag_checksum = 1u;  // every chunk check covers its whole body
+inline constexpr std::uint32_t known_flags = flag_checksum;
+
+enum class chunk_mode : std::uint8_t { stored = 0, coded = 1 };
+
+ZIPCCL_HOST_DEVICE constexpr bool valid_chunk_elems(std::uint64_t c) {
+  return c >= min_chunk_elems && c <= max_chunk_elems && c % chunk_granularity == 0;
+}
+
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t chunk_count(std::uint64_t n, std::uint64_t chunk_elems) {
+  return n / chunk_elems + (n % chunk_elems != 0 ? 1 : 0);
+}
+
+// Elements in chunk i of a stream of n elements.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t chunk_elements(std::uint64_t n, std::uint64_t chunk_elems,
+                                                          std::uint64_t i) {
+  const std::uint64_t start = i * chunk_elems;
+  return n - start < chunk_elems ? n - start : chunk_elems;
+}
+
+// Offset of chunk 0: header, directory, zero padding to 16 bytes.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t data_offset(std::uint64_t chunks) {
+  return align_up(header_bytes + directory_entry_bytes * chunks, alignment);
+}
+
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t stored_chunk_bytes(std::uint64_t m, unsigned elem_size) {
+  return align_up(chunk_header_bytes + m * elem_size, alignment);
+}
+
+// The exact upper bound on a stream's size: every chunk stored raw.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t max_compressed_size(std::uint64_t n, unsigned elem_size,
+                                                               std::uint64_t chunk_elems) {
+  const std::uint64_t c = chunk_count(n, chunk_elems);
+  if (c == 0) return data_offset(0);
+  const std::uint64_t last = chunk_elements(n, chunk_elems, c - 1);
+  return data_offset(c) + (c - 1) * stored_chunk_bytes(chunk_elems, elem_size) +
+         stored_chunk_bytes(last, elem_size);
+}
+
+// The decoded stream header.
+struct stream_header {
+  dtype type = dtype::bf16;
+  codebook_kind codebook = codebook_kind::analytic_gaussian;
+  std::uint32_t flags = 0;
+  std::uint32_t chunk_elems = default_chunk_elems;
+  std::uint64_t count = 0;        // elements
+  std::uint64_t total_bytes = 0;  // the whole stream, header included
+  std::uint32_t chunks = 0;
+};
+
+// Header hash: words 0..4 of the header (bytes 0..39) followed by the directory's words.
+ZIPCCL_HOST_DEVICE std::uint64_t header_hash(const std::uint8_t* stream, std::uint64_t chunks) {
+  const std::uint64_t s = hash_sum(stream, 0, 5) + hash_sum(stream + header_bytes, 5, chunks);
+  return hash_finish(s, 5 + chunks);
+}
+
+// Writes the 48 header bytes. The directory (chunks entries) must already be in place after it,
+// because the header hash covers it; the padding up to data_offset() is zeroed here.
+ZIPCCL_HOST_DEVICE void write_header(std::uint8_t* out, const stream_header& h) {
+  for (int i = 0; i < 4; ++i) out[i] = magic[i];
+  store_le<std::uint16_t>(out + 4, version);
+  out[6] = static_cast<std::uint8_t>(h.type);
+  out[7] = static_cast<std::uint8_t>(h.codebook);
+  store_le<std::uint32_t>(out + 8, h.flags);
+  store_le<std::uint32_t>(out + 12, h.chunk_elems);
+  store_le<std::uint64_t>(out + 16, h.count);
+  store_le<std::uint64_t>(out + 24, h.total_bytes);
+  store_le<std::uint32_t>(out + 32, h.chunks);
+  store_le<std::uint32_t>(out + 36, 0u);
+  for (std::uint64_t p = header_bytes + directory_entry_bytes * h.chunks; p < data_offset(h.chunks); ++p)
+    out[p] = 0;
+  store_le<std::uint64_t>(out + 40, header_hash(out, h.chunks));
+}
+
+// Reads and validates the header, the directory's hash and its padding. in_bytes is how many bytes
+// the caller holds; a stream longer than that is reported as truncated.
+ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_bytes,
+                                      stream_header* h) {
+  if (in == nullptr && in_bytes != 0) return status::invalid_argument;
+  if (in_bytes < 8) {
+    for (std::uint64_t i = 0; i < in_bytes && i < 4; ++i)
+      if (in[i] != magic[i]) return status::bad_magic;
+    return status::truncated;
+  }
+  for (int i = 0; i < 4; ++i)
+    if (in[i] != magic[i]) return status::bad_magic;
+  if (load_le<std::uint16_t>(in + 4) != version) return status::unsupported_version;
+  if (in_bytes < header_bytes) return status::truncated;
+  stream_header r;
+  const std::uint8_t t = in[6], cb = in[7];
+  if (t < 1 || t > 3) return status::corrupt;
+  if (cb < 1 || cb > 3) return status::corrupt;
+  r.type = static_cast<dtype>(t);
+  r.codebook = static_cast<codebook_kind>(cb);
+  r.flags = load_le<std::uint32_t>(in + 8);
+  r.chunk_elems = load_le<std::uint32_t>(in + 12);
+  r.count = load_le<std::uint64_t>(in + 16);
+  r.total_bytes = load_le<std::uint64_t>(in + 24);
+  r.chunks = load_le<std::uint32_t>(in + 32);
+  if ((r.flags & ~known_flags) != 0 || load_le<std::uint32_t>(in + 36) != 0) return status::corrupt;
+  if (!valid_chunk_elems(r.chunk_elems)) return status::corrupt;
+  if (chunk_count(r.count, r.chunk_elems) != r.chunks) return status::corrupt;
+  const std::uint64_t data = data_offset(r.chunks);
+  if (r.total_bytes < data || r.total_bytes % alignment != 0) return status::corrupt;
+  // The largest chunk holds at most chunk_elems * 4 bytes, so this is a loose sanity check that
+  // keeps every later sum far from overflow.
+  if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems))
+    return status::corrupt;
+  if (in_bytes < data) return status::truncated;
+  if (load_le<std::uint64_t>(in + 40) != header_hash(in, r.chunks)) return status::checksum_mismatch;
+  for (std::uint64_t p = header_bytes + directory_entry_bytes * r.chunks; p < data; ++p)
+    if (in[p] != 0) return status::corrupt;
+  if (in_bytes < r.total_bytes) return status::truncated;
+  *h = r;
+  return status::success;
+}
+
+ZIPCCL_HOST_DEVICE std::uint64_t directory_entry(const std::uint8_t* stream, std::uint64_t i) {
+  return load_le<std::uint64_t>(stream + header_bytes + directory_entry_bytes * i);
+}
+
+}  // namespace format
+}  // namespace zipccl

@@ -1,0 +1,35 @@
+// zipccl: chooses, per element type and build flags, the host code path for one chunk.
+// Every path produces exactly the bytes of the reference in codec/chunk_codec.hpp.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../../codec/chunk_codec.hpp"
+#include "../../config.hpp"
+#if ZIPCCL_HAS_AVX512
+#include "avx512_bf16.hpp"
+#endif
+
+namespace zipccl::host::detail {
+
+template <class E, class Policy>
+std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
+                           std::uint8_t* out) {
+#if ZIPCCL_HAS_AVX512
+  if constexpr (std::is_same_v<E, bf16>) return avx512::encode_chunk_bf16(policy, in, m, checksum, out);
+#endif
+  const codebook::table t = codec_detail::choose_table<E>(policy, in, m);
+  return codec_detail::encode_chunk<E>(in, m, t, checksum, out);
+}
+
+template <class E>
+status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+                    std::uint8_t* out) {
+#if ZIPCCL_HAS_AVX512
+  if constexpr (std::is_same_v<E, bf16>) return avx512::decode_chunk_bf16(chunk, span, m, checksum, out);
+#endif
+  return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
+}
+
+}  // namespace zipccl::host::detail
