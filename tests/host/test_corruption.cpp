@@ -1,0 +1,146 @@
+// Host executor on untrusted input: truncation, random corruption, forged hashes.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <zipccl/zipccl.hpp>
+
+#include "../support/codecs.hpp"
+#include "../support/stream_tools.hpp"
+#include "../support/test_data.hpp"
+
+using namespace zipccl;
+
+namespace {
+
+// A stream with coded and stored chunks and a short tail chunk.
+template <class Codec>
+std::vector<std::uint8_t> sample_stream(bool checksum, std::vector<typename Codec::bits_type>* data = nullptr) {
+  using E = typename Codec::element_type;
+  auto v = testing::make_tensor<E>(3 * 512 + 100, 0.1, testing::distribution::gaussian, 3);
+  const auto noise = testing::random_bits<E>(512, 4);
+  std::copy(noise.begin(), noise.end(), v.begin() + 512);  // chunk 1 is stored
+  host::compress_options opt;
+  opt.chunk_elems = 512;
+  opt.checksum = checksum;
+  auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), 512));
+  if (data) *data = v;
+  return s;
+}
+
+template <class Codec>
+status decode(const std::vector<std::uint8_t>& s, std::size_t len, std::vector<std::uint8_t>& out) {
+  // a canary past the output catches any write beyond the caller's buffer
+  const std::size_t capacity = out.size() - 64;
+  std::fill(out.begin(), out.end(), 0xA5);
+  const status st = host::decompress(s.data(), len, out.data(), capacity);
+  for (std::size_t i = capacity; i < out.size(); ++i) REQUIRE(out[i] == 0xA5);
+  return st;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("every truncation of a valid stream is an error", "[host][corruption]",
+                        testing::all_codecs) {
+  for (bool checksum : {false, true}) {
+    const auto s = sample_stream<TestType>(checksum);
+    std::vector<std::uint8_t> out(4096 * 4 + 64);
+    for (std::size_t len = 0; len < s.size(); ++len) {
+      INFO("length " << len << " of " << s.size());
+      REQUIRE(decode<TestType>(s, len, out) != status::success);
+    }
+    REQUIRE(decode<TestType>(s, s.size(), out) == status::success);
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("random corruptions: an error, or a well-formed result from payload bytes",
+                        "[host][corruption]", testing::all_codecs) {
+  using E = typename TestType::element_type;
+  std::vector<typename TestType::bits_type> data;
+  for (bool checksum : {false, true}) {
+    const auto s = sample_stream<TestType>(checksum, &data);
+    const auto payload = testing::payload_map<E>(s);
+    std::vector<std::uint8_t> out(data.size() * sizeof(data[0]) + 64);
+    std::mt19937_64 rng(checksum ? 11 : 12);
+    int errors = 0, wrong = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+      auto bad = s;
+      const int hits = 1 + static_cast<int>(rng() % 3);
+      bool all_payload = true;
+      for (int k = 0; k < hits; ++k) {
+        const std::size_t pos = rng() % bad.size();
+        const auto flip = static_cast<std::uint8_t>(1 + rng() % 255);
+        bad[pos] ^= flip;
+        all_payload = all_payload && payload[pos];
+      }
+      const status st = decode<TestType>(bad, bad.size(), out);
+      if (st != status::success) {
+        ++errors;
+        continue;
+      }
+      ++wrong;
+      INFO("trial " << trial << " checksum " << checksum);
+      // success on corrupted input is allowed only without checksums, only from payload bytes
+      REQUIRE_FALSE(checksum);
+      REQUIRE(all_payload);
+    }
+    CHECK(errors + wrong == 3000);
+    if (checksum) CHECK(wrong == 0);
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host][corruption]",
+                        testing::all_codecs) {
+  const auto s = sample_stream<TestType>(false);
+  std::vector<std::uint8_t> out(4096 * 4 + 64);
+  std::mt19937_64 rng(5);
+  const std::size_t data = format::data_offset(format::load_le<std::uint32_t>(s.data() + 32));
+  // corrupt structure only (header, directory, chunk headers), then repair every hash
+  for (int trial = 0; trial < 3000; ++trial) {
+    auto bad = s;
+    std::size_t pos;
+    if (trial % 2 == 0) {
+      pos = rng() % data;
+    } else {
+      const std::uint64_t c = rng() % format::load_le<std::uint32_t>(s.data() + 32);
+      pos = format::directory_entry(s.data(), c) + rng() % 12;
+    }
+    bad[pos] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    testing::repair_hashes(bad);
+    (void)decode<TestType>(bad, bad.size(), out);  // any status; the canary check is the test
+  }
+  SECTION("an escape count that does not match the planes") {
+    auto bad = s;
+    const std::uint64_t off = format::directory_entry(bad.data(), 0);
+    REQUIRE(bad[off] == static_cast<std::uint8_t>(format::chunk_mode::coded));
+    // turn one escaped lane into a coded one: the planes then hold one escape fewer than the count
+    using G = codec_detail::group_coder<typename TestType::element_type>;
+    for (std::uint64_t g = 0; g < 16; ++g) {
+      const std::size_t planes = off + 16 + g * G::P * 4;
+      const std::uint32_t em = G::escape_mask(bad.data() + planes, 32);
+      if (em == 0) continue;
+      unsigned lane = 0;
+      while (((em >> lane) & 1u) == 0) ++lane;
+      bad[planes + lane / 8] ^= static_cast<std::uint8_t>(1u << (lane % 8));
+      break;
+    }
+    testing::repair_hashes(bad);
+    CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+  }
+  SECTION("a directory entry past the end") {
+    auto bad = s;
+    format::store_le<std::uint64_t>(bad.data() + 48 + 8, bad.size() + 4096);
+    testing::repair_hashes(bad);
+    CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+  }
+  SECTION("non-zero padding") {
+    auto bad = s;
+    bad[bad.size() - 1] ^= 1;  // the last chunk's padding or its last payload byte
+    testing::repair_hashes(bad);
+    const status st = decode<TestType>(bad, bad.size(), out);
+    const auto payload = testing::payload_map<typename TestType::element_type>(s);
+    if (!payload[s.size() - 1]) CHECK(st == status::corrupt);
+  }
+}

@@ -1,0 +1,204 @@
+// Host executor: bit-exact round trips for every element type x codebook policy.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <zipccl/zipccl.hpp>
+
+#include "../support/codecs.hpp"
+#include "../support/test_data.hpp"
+
+using namespace zipccl;
+
+namespace {
+
+// Compresses and decompresses n elements read from `src` (any alignment); returns the stream size.
+template <class Codec>
+std::uint64_t round_trip(const void* src, std::uint64_t n, const host::compress_options& opt = {},
+                         std::size_t out_shift = 0) {
+  using T = typename Codec::bits_type;
+  std::vector<T> aligned(n);
+  if (n) std::memcpy(aligned.data(), src, n * sizeof(T));
+  const auto policy = testing::policy_for<Codec>(aligned.data(), n);
+  const std::uint64_t bound = host::max_compressed_size<Codec>(n, opt.chunk_elems);
+  std::vector<std::uint8_t> stream(bound + 16);
+  std::uint64_t bytes = 0;
+  REQUIRE(host::compress<Codec>(src, n, stream.data() + out_shift, bound, &bytes, opt, policy) == status::success);
+  REQUIRE(bytes <= bound);
+  host::stream_info info;
+  REQUIRE(host::read_header(stream.data() + out_shift, bytes, &info) == status::success);
+  CHECK(info.count == n);
+  CHECK(info.type == Codec::type);
+  CHECK(info.codebook == Codec::codebook_type::kind);
+  CHECK(info.compressed_bytes == bytes);
+  std::vector<std::uint8_t> back(n * sizeof(T) + 16, 0xEE);
+  std::uint64_t count = 0;
+  REQUIRE(host::decompress(stream.data() + out_shift, bytes, back.data() + out_shift, n * sizeof(T), &count) ==
+          status::success);
+  CHECK(count == n);
+  REQUIRE((n == 0 || std::memcmp(back.data() + out_shift, src, n * sizeof(T)) == 0));
+  // nothing written past the output
+  for (std::size_t i = out_shift + n * sizeof(T); i < back.size(); ++i) REQUIRE(back[i] == 0xEE);
+  return bytes;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("every 16-bit pattern and fp32 special values round-trip", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  if constexpr (sizeof(T) == 2) {
+    std::vector<T> all(65536);
+    for (std::uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<T>(i);
+    for (std::uint32_t chunk : {256u, 65536u}) {
+      host::compress_options opt;
+      opt.chunk_elems = chunk;
+      round_trip<TestType>(all.data(), all.size(), opt);
+    }
+  } else {
+    const std::vector<T> special = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FC00000u,
+                                    0xFFC00001u, 0x7F800001u, 0x00000001u, 0x807FFFFFu, 0x00800000u,
+                                    0x7F7FFFFFu, 0xFF7FFFFFu, 0x3F800000u, 0x7FFFFFFFu, 0xFFFFFFFFu};
+    round_trip<TestType>(special.data(), special.size());
+    std::vector<T> mixed = testing::make_tensor<E>(4096, 1.0);
+    for (std::size_t i = 0; i < mixed.size(); i += 7) mixed[i] = special[i % special.size()];
+    round_trip<TestType>(mixed.data(), mixed.size());
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("ten million random fp32 bit patterns round-trip", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  if constexpr (std::is_same_v<E, fp32>) {
+    const auto v = testing::random_bits<E>(10'000'000, 2024);
+    host::compress_options opt;
+    opt.threads = 2;
+    const std::uint64_t bytes = round_trip<TestType>(v.data(), v.size(), opt);
+    // uniformly random bits do not compress: every chunk is stored, exactly at the bound
+    CHECK(bytes == host::max_compressed_size<TestType>(v.size()));
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("distributions and scales from 1e-8 to 1e4 round-trip", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  for (auto d : {testing::distribution::gaussian, testing::distribution::laplace, testing::distribution::student_t})
+    for (int k = -8; k <= 4; ++k) {
+      const auto v = testing::make_tensor<E>(20000, std::pow(10.0, k), d, 1000 + k);
+      INFO(testing::distribution_name(d) << " scale 1e" << k);
+      host::compress_options opt;
+      opt.chunk_elems = 4096;
+      const std::uint64_t bytes = round_trip<TestType>(v.data(), v.size(), opt);
+      CHECK(bytes <= host::max_compressed_size<TestType>(v.size(), opt.chunk_elems));
+    }
+}
+
+TEMPLATE_LIST_TEST_CASE("sizes around chunk boundaries and unaligned buffers", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  const std::uint32_t chunk = 1024;
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  const auto v = testing::make_tensor<E>(5 * chunk + 77, 0.02, testing::distribution::gaussian, 5);
+  for (std::uint64_t n : {0ull, 1ull, 2ull, 31ull, 32ull, 33ull, chunk - 1ull, 1ull * chunk, chunk + 1ull,
+                          5ull * chunk + 77}) {
+    INFO("n = " << n);
+    round_trip<TestType>(v.data(), n, opt);
+  }
+  // input and output at every misalignment
+  std::vector<std::uint8_t> raw(v.size() * sizeof(T) + 8);
+  for (std::size_t shift = 1; shift < sizeof(T) + 2; ++shift) {
+    std::memcpy(raw.data() + shift, v.data(), v.size() * sizeof(T));
+    INFO("shift " << shift);
+    round_trip<TestType>(raw.data() + shift, v.size(), opt, shift);
+  }
+  // a large tensor with the default chunk size
+  const auto big = testing::make_tensor<E>(3 * 65536 + 1000, 3.0, testing::distribution::laplace, 9);
+  round_trip<TestType>(big.data(), big.size());
+}
+
+TEMPLATE_LIST_TEST_CASE("incompressible data stays within max_compressed_size", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  for (std::uint64_t n : {1ull, 100ull, 65536ull, 100000ull}) {
+    const auto v = testing::random_bits<E>(n, n);
+    const std::uint64_t bytes = round_trip<TestType>(v.data(), v.size());
+    CHECK(bytes <= host::max_compressed_size<TestType>(n));
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("threads and checksums give identical, valid streams", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  const auto v = testing::make_tensor<E>(10 * 4096 + 5, 0.5, testing::distribution::gaussian, 77);
+  const auto policy = testing::policy_for<TestType>(v.data(), v.size());
+  for (bool checksum : {false, true}) {
+    std::vector<std::vector<std::uint8_t>> streams;
+    for (unsigned threads : {1u, 2u, 3u, 16u}) {
+      host::compress_options opt;
+      opt.chunk_elems = 4096;
+      opt.checksum = checksum;
+      opt.threads = threads;
+      streams.push_back(host::compress<TestType>(v.data(), v.size(), opt, policy));
+      host::decompress_options dopt;
+      dopt.threads = threads;
+      const auto back = host::decompress(streams.back().data(), streams.back().size(), dopt);
+      REQUIRE(std::memcmp(back.data(), v.data(), back.size()) == 0);
+    }
+    for (const auto& s : streams) CHECK(s == streams.front());
+    host::stream_info info;
+    REQUIRE(host::read_header(streams.front().data(), streams.front().size(), &info) == status::success);
+    CHECK(info.checksum == checksum);
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("bad arguments give clear errors", "[host][errors]", testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  const auto v = testing::make_tensor<E>(5000, 1.0);
+  const auto policy = testing::policy_for<TestType>(v.data(), v.size());
+  std::vector<std::uint8_t> out(host::max_compressed_size<TestType>(v.size()));
+  std::uint64_t bytes = 0;
+  CHECK(host::compress<TestType>(nullptr, 10, out.data(), out.size(), &bytes, {}, policy) == status::invalid_argument);
+  CHECK(host::compress<TestType>(v.data(), 10, nullptr, out.size(), &bytes, {}, policy) == status::invalid_argument);
+  CHECK(host::compress<TestType>(v.data(), 10, out.data(), out.size(), nullptr, {}, policy) == status::invalid_argument);
+  host::compress_options bad;
+  bad.chunk_elems = 1000;
+  CHECK(host::compress<TestType>(v.data(), v.size(), out.data(), out.size(), &bytes, bad, policy) ==
+        status::invalid_argument);
+  CHECK(host::compress<TestType>(v.data(), v.size(), out.data(), 40, &bytes, {}, policy) == status::buffer_too_small);
+  CHECK(host::compress<TestType>(v.data(), v.size(), out.data(), 200, &bytes, {}, policy) == status::buffer_too_small);
+
+  REQUIRE(host::compress<TestType>(v.data(), v.size(), out.data(), out.size(), &bytes, {}, policy) == status::success);
+  std::vector<T> back(v.size());
+  CHECK(host::decompress(out.data(), bytes, back.data(), back.size() * sizeof(T) - 1) == status::buffer_too_small);
+  CHECK(host::decompress(out.data(), bytes, nullptr, back.size() * sizeof(T)) == status::invalid_argument);
+  CHECK(host::decompress(nullptr, bytes, back.data(), back.size() * sizeof(T)) == status::invalid_argument);
+  if constexpr (std::is_same_v<E, fp32>)
+    CHECK(host::decompress_as<bf16>(out.data(), bytes, back.data(), back.size() * sizeof(T)) == status::type_mismatch);
+  else
+    CHECK(host::decompress_as<fp32>(out.data(), bytes, back.data(), back.size() * sizeof(T)) == status::type_mismatch);
+  CHECK(host::decompress_as<E>(out.data(), bytes, back.data(), back.size() * sizeof(T)) == status::success);
+  CHECK_THROWS_AS(host::decompress(out.data(), bytes - 1), zipccl::error);
+  if constexpr (std::is_same_v<typename TestType::codebook_type, codebook::fixed>) {
+    codebook::table dup{};
+    CHECK(host::compress<TestType>(v.data(), v.size(), out.data(), out.size(), &bytes, {}, codebook::fixed(dup)) ==
+          status::invalid_argument);
+  }
+}
+
+TEST_CASE("Gaussian ratios meet the format's design figures", "[host][ratio]") {
+  const auto b = testing::make_tensor<bf16>(1 << 20, 1.0);
+  const auto h = host::compress<codec<bf16, codebook::histogram>>(b.data(), b.size());
+  const auto a = host::compress<codec<bf16, codebook::analytic_gaussian>>(b.data(), b.size());
+  CHECK(2.0 * b.size() / h.size() >= 1.42);
+  CHECK(2.0 * b.size() / a.size() >= 1.41);
+  const auto f16 = testing::make_tensor<fp16>(1 << 20, 1.0);
+  CHECK(2.0 * f16.size() / host::compress<codec<fp16, codebook::histogram>>(f16.data(), f16.size()).size() >= 1.12);
+  const auto f32 = testing::make_tensor<fp32>(1 << 20, 1.0);
+  CHECK(4.0 * f32.size() / host::compress<codec<fp32, codebook::histogram>>(f32.data(), f32.size()).size() >= 1.17);
+}

@@ -1,0 +1,15 @@
+// The element type x codebook policy combinations every codec test runs over.
+#pragma once
+
+#include <tuple>
+
+#include <zipccl/codec/codec.hpp>
+
+namespace zipccl::testing {
+
+using all_codecs = std::tuple<
+    codec<bf16, codebook::analytic_gaussian>, codec<bf16, codebook::histogram>, codec<bf16, codebook::fixed>,
+    codec<fp16, codebook::analytic_gaussian>, codec<fp16, codebook::histogram>, codec<fp16, codebook::fixed>,
+    codec<fp32, codebook::analytic_gaussian>, codec<fp32, codebook::histogram>, codec<fp32, codebook::fixed>>;
+
+}  // namespace zipccl::testing

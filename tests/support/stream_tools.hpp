@@ -1,0 +1,50 @@
+// Helpers that look inside streams for the corruption tests and the fuzzer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <zipccl/codec/chunk_codec.hpp>
+#include <zipccl/format/stream.hpp>
+
+namespace zipccl::testing {
+
+// Recomputes the header hash and every chunk's check field, as a forger would, so that tests
+// reach the structural validation behind the hashes. Leaves bytes it cannot interpret alone.
+inline void repair_hashes(std::vector<std::uint8_t>& s) {
+  if (s.size() < format::header_bytes) return;
+  const std::uint32_t chunks = format::load_le<std::uint32_t>(s.data() + 32);
+  const std::uint64_t total = format::load_le<std::uint64_t>(s.data() + 24);
+  const bool whole = (format::load_le<std::uint32_t>(s.data() + 8) & format::flag_checksum) != 0;
+  if (format::data_offset(chunks) > s.size()) return;
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    const std::uint64_t off = format::directory_entry(s.data(), c);
+    const std::uint64_t end = c + 1 < chunks ? format::directory_entry(s.data(), c + 1) : total;
+    if (off >= end || end > s.size() || (end - off) % 16 != 0 || off % 8 != 0) continue;
+    format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, whole));
+  }
+  format::store_le<std::uint64_t>(s.data() + 40, format::header_hash(s.data(), chunks));
+}
+
+// For a valid stream: true for every byte whose value is element data (planes, words, bytes and
+// escapes of coded chunks, the body of stored chunks), false for headers, tables, directory and
+// padding.
+template <class E>
+std::vector<bool> payload_map(const std::vector<std::uint8_t>& s) {
+  using L = format::chunk_layout<E>;
+  std::vector<bool> payload(s.size(), false);
+  format::stream_header h;
+  if (format::read_header(s.data(), s.size(), &h) != status::success) return payload;
+  for (std::uint64_t c = 0; c < h.chunks; ++c) {
+    const std::uint64_t off = format::directory_entry(s.data(), c);
+    const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
+    const auto ch = format::read_chunk_header(s.data() + off);
+    const std::uint64_t end = ch.mode == format::chunk_mode::stored
+                                  ? format::chunk_header_bytes + m * L::elem_size
+                                  : L::escapes_offset(m) + ch.escapes;
+    for (std::uint64_t p = format::chunk_header_bytes; p < end; ++p) payload[off + p] = true;
+  }
+  return payload;
+}
+
+}  // namespace zipccl::testing

@@ -1,0 +1,146 @@
+// Test and benchmark data: seeded generators for near-Gaussian and heavy-tailed tensors, float
+// conversions to bf16 / fp16 bit patterns, and loaders for the shared real tensors.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <zipccl/codebook/fixed.hpp>
+#include <zipccl/element.hpp>
+
+namespace zipccl::testing {
+
+inline std::uint32_t float_bits(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+// Round to nearest even, keeping NaNs quiet.
+inline std::uint16_t to_bf16(float f) {
+  const std::uint32_t x = float_bits(f);
+  if (std::isnan(f)) return static_cast<std::uint16_t>((x >> 16) | 0x40);
+  return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline std::uint16_t to_fp16(float f) {
+  const std::uint32_t x = float_bits(f);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const float a = std::fabs(f);
+  if (std::isnan(f)) return static_cast<std::uint16_t>(sign | 0x7E00u);
+  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7C00u);
+  if (a < 6.103515625e-05f) return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(a * 16777216.0f)));
+  std::uint32_t h = ((((x >> 23) & 0xFFu) - 112u) << 10) | ((x & 0x7FFFFFu) >> 13);
+  const std::uint32_t rem = x & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+template <class E>
+typename E::bits_type from_float(float f) {
+  if constexpr (std::is_same_v<E, bf16>) return to_bf16(f);
+  else if constexpr (std::is_same_v<E, fp16>) return to_fp16(f);
+  else return float_bits(f);
+}
+
+enum class distribution { gaussian, laplace, student_t };
+
+inline const char* distribution_name(distribution d) {
+  switch (d) {
+    case distribution::gaussian: return "gaussian";
+    case distribution::laplace: return "laplace";
+    case distribution::student_t: return "student_t";
+  }
+  return "?";
+}
+
+// n samples of scale * X, X from the distribution (Student-t with 4 degrees of freedom).
+template <class E>
+std::vector<typename E::bits_type> make_tensor(std::uint64_t n, double scale,
+                                               distribution d = distribution::gaussian,
+                                               std::uint64_t seed = 42) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::exponential_distribution<double> expo(1.0);
+  std::student_t_distribution<double> student(4.0);
+  std::bernoulli_distribution coin(0.5);
+  std::vector<typename E::bits_type> v(n);
+  for (auto& x : v) {
+    double s = 0;
+    switch (d) {
+      case distribution::gaussian: s = normal(rng); break;
+      case distribution::laplace: s = coin(rng) ? expo(rng) : -expo(rng); break;
+      case distribution::student_t: s = student(rng); break;
+    }
+    x = from_float<E>(static_cast<float>(s * scale));
+  }
+  return v;
+}
+
+template <class E>
+std::vector<typename E::bits_type> random_bits(std::uint64_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<typename E::bits_type> v(n);
+  for (auto& x : v) x = static_cast<typename E::bits_type>(rng());
+  return v;
+}
+
+// The policy object a test passes: stateless policies are default-constructed, codebook::fixed is
+// calibrated on the data it will code (as a user calibrates on an earlier step).
+template <class Codec>
+typename Codec::codebook_type policy_for(const typename Codec::bits_type* data, std::uint64_t n) {
+  using P = typename Codec::codebook_type;
+  if constexpr (std::is_same_v<P, codebook::fixed>)
+    return codebook::fixed::calibrate<typename Codec::element_type>(data, n);
+  else
+    return P{};
+}
+
+// ../shared/data relative to the source tree, or ZIPCCL_DATA_DIR when set.
+inline std::string shared_data_dir() {
+  if (const char* env = std::getenv("ZIPCCL_DATA_DIR")) return env;
+#ifdef ZIPCCL_SOURCE_DIR
+  return std::string(ZIPCCL_SOURCE_DIR) + "/../shared/data";
+#else
+  return "../shared/data";
+#endif
+}
+
+struct shared_tensor {
+  std::string name, dtype, kind, file;
+};
+
+// The manifest's rows for one dtype ("bf16", "fp16", "fp32"); empty when the data is absent.
+inline std::vector<shared_tensor> shared_manifest(const std::string& dtype) {
+  std::vector<shared_tensor> rows;
+  std::ifstream in(shared_data_dir() + "/manifest.tsv");
+  std::string line;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header) { header = false; continue; }
+    std::vector<std::string> col;
+    std::size_t start = 0;
+    for (std::size_t p; (p = line.find('\t', start)) != std::string::npos; start = p + 1)
+      col.push_back(line.substr(start, p - start));
+    col.push_back(line.substr(start));
+    if (col.size() >= 5 && col[1] == dtype) rows.push_back({col[0], col[1], col[2], col[4]});
+  }
+  return rows;
+}
+
+template <class E>
+std::vector<typename E::bits_type> load_shared(const shared_tensor& t) {
+  std::ifstream in(shared_data_dir() + "/" + t.file, std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<typename E::bits_type> v(raw.size() / sizeof(typename E::bits_type));
+  std::memcpy(v.data(), raw.data(), v.size() * sizeof(typename E::bits_type));
+  return v;
+}
+
+}  // namespace zipccl::testing
