@@ -13,3 +13,4 @@
 #include "format/stream.hpp"
 #include "host/compress.hpp"
 #include "host/decompress.hpp"
+#include "host/inspect.hpp"

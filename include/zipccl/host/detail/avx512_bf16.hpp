@@ -10,8 +10,12 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
+#include "../../codebook/analytic_gaussian.hpp"
+#include "../../codebook/histogram.hpp"
 #include "../../codebook/table.hpp"
 #include "../../codec/chunk_codec.hpp"
 #include "../../element.hpp"
@@ -64,39 +68,75 @@ inline void load64(const std::uint8_t* in, std::uint64_t lanes, __m512i* a, __m5
   *b = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m >> 32), in + 64);
 }
 
+// Sum and count of the exponent fields that analytic_gaussian counts (1 <= e <= 254).
+inline void exponent_sum(const std::uint8_t* in, std::uint64_t m, std::uint64_t* sum, std::uint64_t* count) {
+  const __m512i even = even_bytes_index();
+  const __m512i odd = _mm512_add_epi8(even, _mm512_set1_epi8(1));
+  __m512i acc = _mm512_setzero_si512();
+  std::uint64_t n = 0;
+  for (std::uint64_t i = 0; i < m; i += 64) {
+    __m512i a, b;
+    load64(in + 2 * i, m - i, &a, &b);
+    const split64 s = split(a, b, even, odd);
+    const __mmask64 ok = _mm512_cmp_epu8_mask(_mm512_sub_epi8(s.exp, _mm512_set1_epi8(1)),
+                                              _mm512_set1_epi8(static_cast<char>(253)), _MM_CMPINT_LE) &
+                         tail_mask(m - i);
+    n += static_cast<std::uint64_t>(_mm_popcnt_u64(ok));
+    acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_mov_epi8(ok, s.exp), _mm512_setzero_si512()));
+  }
+  *sum = static_cast<std::uint64_t>(_mm512_reduce_add_epi64(acc));
+  *count = n;
+}
+
+// Exact histogram top 7. The mean locates the bulk; eleven bins around it (the analytic window, two below and two above) and the zero bin are
+// counted with compares. When everything outside those bins adds up to less than the seventh
+// largest counted bin, no outside exponent can enter the top 7 (nor tie with it), and the counted
+// bins give the reference's table; otherwise all 256 bins are counted.
+inline codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m) {
+  constexpr int bins = 11;
+  std::uint64_t sum = 0, count = 0;
+  exponent_sum(in, m, &sum, &count);
+  const int lo = codebook::analytic_gaussian::select<bf16>(sum, count).exponent[0];
+  const int base = lo - 2 < 1 ? 1 : (lo - 2 > 256 - bins ? 256 - bins : lo - 2);
+  const __m512i even = even_bytes_index();
+  const __m512i odd = _mm512_add_epi8(even, _mm512_set1_epi8(1));
+  std::uint64_t near[bins] = {}, zero = 0;
+  for (std::uint64_t i = 0; i < m; i += 64) {
+    __m512i a, b;
+    load64(in + 2 * i, m - i, &a, &b);
+    const __mmask64 live = tail_mask(m - i);
+    const __m512i e = split(a, b, even, odd).exp;
+    zero += static_cast<std::uint64_t>(_mm_popcnt_u64(_mm512_mask_cmpeq_epi8_mask(live, e, _mm512_setzero_si512())));
+    for (int j = 0; j < bins; ++j)
+      near[j] += static_cast<std::uint64_t>(_mm_popcnt_u64(
+          _mm512_mask_cmpeq_epi8_mask(live, e, _mm512_set1_epi8(static_cast<char>(base + j)))));
+  }
+  std::uint32_t counts[256] = {};
+  std::uint64_t inside = zero;
+  counts[0] = static_cast<std::uint32_t>(zero);
+  for (int j = 0; j < bins; ++j) {
+    counts[base + j] = static_cast<std::uint32_t>(near[j]);
+    inside += near[j];
+  }
+  const codebook::table t = codebook::histogram::select<bf16>(counts);
+  std::uint32_t seventh = UINT32_MAX;
+  for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
+  if (m - inside < seventh) return t;
+  for (int e = 0; e < 256; ++e) counts[e] = 0;
+  for (std::uint64_t i = 0; i < m; ++i) ++counts[bf16::exponent(format::load_le<std::uint16_t>(in + 2 * i))];
+  return codebook::histogram::select<bf16>(counts);
+}
+
 template <class Policy>
 codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::uint64_t m) {
   if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
-    const __m512i even = even_bytes_index();
-    const __m512i odd = _mm512_add_epi8(even, _mm512_set1_epi8(1));
-    __m512i acc = _mm512_setzero_si512();
-    std::uint64_t count = 0;
-    for (std::uint64_t i = 0; i < m; i += 64) {
-      __m512i a, b;
-      load64(in + 2 * i, m - i, &a, &b);
-      const split64 s = split(a, b, even, odd);
-      // counted: 1 <= e <= 254, and only live lanes
-      const __mmask64 ok = _mm512_cmp_epu8_mask(_mm512_sub_epi8(s.exp, _mm512_set1_epi8(1)),
-                                                _mm512_set1_epi8(static_cast<char>(253)), _MM_CMPINT_LE) &
-                           tail_mask(m - i);
-      count += static_cast<std::uint64_t>(_mm_popcnt_u64(ok));
-      acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_mov_epi8(ok, s.exp), _mm512_setzero_si512()));
-    }
-    return Policy::template select<bf16>(static_cast<std::uint64_t>(_mm512_reduce_add_epi64(acc)), count);
+    std::uint64_t sum = 0, count = 0;
+    exponent_sum(in, m, &sum, &count);
+    return Policy::template select<bf16>(sum, count);
   } else if constexpr (Policy::stat == codebook::statistic::histogram) {
-    std::uint32_t c[4][256] = {};
-    std::uint64_t i = 0;
-    for (; i + 4 <= m; i += 4) {
-      std::uint64_t w;
-      std::memcpy(&w, in + 2 * i, 8);
-      ++c[0][(w >> 7) & 0xFF];
-      ++c[1][(w >> 23) & 0xFF];
-      ++c[2][(w >> 39) & 0xFF];
-      ++c[3][(w >> 55) & 0xFF];
-    }
-    for (; i < m; ++i) ++c[0][bf16::exponent(format::load_le<std::uint16_t>(in + 2 * i))];
-    for (int e = 0; e < 256; ++e) c[0][e] += c[1][e] + c[2][e] + c[3][e];
-    return Policy::template select<bf16>(c[0]);
+    static_assert(std::is_same_v<Policy, codebook::histogram>,
+                  "the AVX-512 path knows the histogram policy's selection rule only");
+    return histogram_table(in, m);
   } else {
     return policy.entries;
   }

@@ -1,0 +1,240 @@
+// Host codec throughput and ratio, single-threaded, side by side with zstd and memcpy.
+//
+//   build/bin/bench_host_codec --benchmark_min_time=0.5
+//
+// Counters: bytes_per_second counts input bytes (uncompressed size for both directions);
+// `ratio` is uncompressed / compressed; `of_memcpy` is the throughput as a fraction of a plain
+// memcpy of the same buffer measured in the same process; `bound` is the exponent-entropy bound
+// and `of_ideal` the ratio as a fraction of an ideal 3-bit 7-entry code on the same chunks.
+#include <benchmark/benchmark.h>
+#include <zstd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <zipccl/zipccl.hpp>
+
+#include "support/test_data.hpp"
+
+using namespace zipccl;
+
+namespace {
+
+constexpr std::uint64_t gaussian_bytes = 32ull << 20;
+
+struct dataset {
+  std::vector<std::uint8_t> bytes;
+  std::vector<std::uint64_t> pieces;  // element counts of the tensors, compressed one by one
+  host::exponent_stats stats;
+};
+
+template <class E>
+const dataset& gaussian() {
+  static const dataset d = [] {
+    dataset r;
+    const std::uint64_t n = gaussian_bytes / sizeof(typename E::bits_type);
+    const auto v = testing::make_tensor<E>(n, 1.0, testing::distribution::gaussian, 1);
+    r.bytes.resize(n * sizeof(v[0]));
+    std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
+    r.pieces = {n};
+    r.stats = host::analyze<E>(r.bytes.data(), n);
+    return r;
+  }();
+  return d;
+}
+
+// All shared tensors of one kind (weight, gradient, adam_m, activation), each its own stream.
+template <class E>
+const dataset& shared(const std::string& kind) {
+  static std::map<std::string, dataset> cache;
+  auto it = cache.find(kind);
+  if (it != cache.end()) return it->second;
+  dataset r;
+  for (const auto& t : testing::shared_manifest(E::name)) {
+    if (t.kind != kind) continue;
+    const auto v = testing::load_shared<E>(t);
+    const std::size_t at = r.bytes.size();
+    r.bytes.resize(at + v.size() * sizeof(v[0]));
+    std::memcpy(r.bytes.data() + at, v.data(), v.size() * sizeof(v[0]));
+    r.pieces.push_back(v.size());
+  }
+  std::uint64_t n = r.bytes.size() / sizeof(typename E::bits_type);
+  if (n) {
+    // the ideal code is computed per tensor, as the tensors are compressed
+    double ideal_bits = 0, entropy_bits = 0;
+    std::uint64_t off = 0;
+    for (std::uint64_t m : r.pieces) {
+      const auto s = host::analyze<E>(r.bytes.data() + off * sizeof(typename E::bits_type), m);
+      ideal_bits += E::total_bits * static_cast<double>(m) / s.ideal_3bit_ratio;
+      entropy_bits += (E::rest_bits + s.entropy_bits) * static_cast<double>(m);
+      off += m;
+    }
+    r.stats.count = n;
+    r.stats.ideal_3bit_ratio = E::total_bits * static_cast<double>(n) / ideal_bits;
+    r.stats.entropy_bound_ratio = E::total_bits * static_cast<double>(n) / entropy_bits;
+  }
+  return cache.emplace(kind, std::move(r)).first->second;
+}
+
+double memcpy_bandwidth(std::size_t bytes) {
+  static std::map<std::size_t, double> cache;
+  auto it = cache.find(bytes);
+  if (it != cache.end()) return it->second;
+  std::vector<std::uint8_t> a(bytes, 1), b(bytes, 2);
+  double best = 0;
+  for (int rep = 0; rep < 30; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    benchmark::DoNotOptimize(b.data());
+    benchmark::ClobberMemory();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(bytes) / s);
+  }
+  return cache[bytes] = best;
+}
+
+void finish(benchmark::State& state, const dataset& d, std::uint64_t compressed) {
+  const double raw = static_cast<double>(d.bytes.size());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(d.bytes.size()));
+  state.counters["ratio"] = raw / static_cast<double>(compressed);
+  state.counters["bound"] = d.stats.entropy_bound_ratio;
+  state.counters["of_ideal"] = raw / static_cast<double>(compressed) / d.stats.ideal_3bit_ratio;
+  state.counters["of_memcpy"] = benchmark::Counter(raw / memcpy_bandwidth(d.bytes.size()),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <class Codec>
+typename Codec::codebook_type policy_for(const dataset& d) {
+  return testing::policy_for<Codec>(reinterpret_cast<const typename Codec::bits_type*>(d.bytes.data()),
+                                    d.bytes.size() / Codec::element_size);
+}
+
+template <class Codec>
+std::vector<std::uint8_t> compress_all(const dataset& d, std::vector<std::uint64_t>* sizes) {
+  const auto policy = policy_for<Codec>(d);
+  std::vector<std::uint8_t> out;
+  std::uint64_t off = 0;
+  for (std::uint64_t m : d.pieces) {
+    const auto s = host::compress<Codec>(d.bytes.data() + off * Codec::element_size, m, {}, policy);
+    out.insert(out.end(), s.begin(), s.end());
+    sizes->push_back(s.size());
+    off += m;
+  }
+  return out;
+}
+
+template <class Codec>
+void bm_compress(benchmark::State& state, const dataset* d) {
+  if (d->bytes.empty()) return state.SkipWithError("no data (../shared/data missing)");
+  const auto policy = policy_for<Codec>(*d);
+  std::vector<std::uint8_t> out(host::max_compressed_size<Codec>(d->bytes.size() / Codec::element_size) +
+                                64 * d->pieces.size());
+  std::uint64_t total = 0;
+  for (auto _ : state) {
+    total = 0;
+    std::uint64_t off = 0;
+    for (std::uint64_t m : d->pieces) {
+      std::uint64_t bytes = 0;
+      host::compress<Codec>(d->bytes.data() + off * Codec::element_size, m, out.data() + total, out.size() - total,
+                            &bytes, {}, policy);
+      total += bytes;
+      off += m;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  finish(state, *d, total);
+}
+
+template <class Codec>
+void bm_decompress(benchmark::State& state, const dataset* d) {
+  if (d->bytes.empty()) return state.SkipWithError("no data (../shared/data missing)");
+  std::vector<std::uint64_t> sizes;
+  const auto stream = compress_all<Codec>(*d, &sizes);
+  std::vector<std::uint8_t> back(d->bytes.size());
+  for (auto _ : state) {
+    std::uint64_t in = 0, out = 0;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      host::decompress(stream.data() + in, sizes[k], back.data() + out, back.size() - out);
+      in += sizes[k];
+      out += d->pieces[k] * Codec::element_size;
+    }
+    benchmark::DoNotOptimize(back.data());
+  }
+  if (back != d->bytes) return state.SkipWithError("round trip mismatch");
+  finish(state, *d, stream.size());
+}
+
+void bm_zstd_compress(benchmark::State& state, const dataset* d, int level) {
+  if (d->bytes.empty()) return state.SkipWithError("no data (../shared/data missing)");
+  std::vector<std::uint8_t> out(ZSTD_compressBound(d->bytes.size()));
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    bytes = ZSTD_compress(out.data(), out.size(), d->bytes.data(), d->bytes.size(), level);
+    benchmark::DoNotOptimize(out.data());
+  }
+  finish(state, *d, bytes);
+}
+
+void bm_zstd_decompress(benchmark::State& state, const dataset* d, int level) {
+  if (d->bytes.empty()) return state.SkipWithError("no data (../shared/data missing)");
+  std::vector<std::uint8_t> z(ZSTD_compressBound(d->bytes.size())), back(d->bytes.size());
+  z.resize(ZSTD_compress(z.data(), z.size(), d->bytes.data(), d->bytes.size(), level));
+  for (auto _ : state) {
+    ZSTD_decompress(back.data(), back.size(), z.data(), z.size());
+    benchmark::DoNotOptimize(back.data());
+  }
+  finish(state, *d, z.size());
+}
+
+void bm_memcpy(benchmark::State& state, const dataset* d) {
+  std::vector<std::uint8_t> out(d->bytes.size());
+  for (auto _ : state) {
+    std::memcpy(out.data(), d->bytes.data(), d->bytes.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  finish(state, *d, d->bytes.size());
+}
+
+template <class E>
+void register_for(const std::string& label, const dataset& d) {
+  const std::string p = std::string(E::name) + "/" + label + "/";
+  auto reg = [&](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark((p + name).c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  using A = codec<E, codebook::analytic_gaussian>;
+  using H = codec<E, codebook::histogram>;
+  using F = codec<E, codebook::fixed>;
+  reg("memcpy", [&d](benchmark::State& s) { bm_memcpy(s, &d); });
+  reg("compress/analytic", [&d](benchmark::State& s) { bm_compress<A>(s, &d); });
+  reg("compress/histogram", [&d](benchmark::State& s) { bm_compress<H>(s, &d); });
+  reg("compress/fixed", [&d](benchmark::State& s) { bm_compress<F>(s, &d); });
+  reg("decompress/analytic", [&d](benchmark::State& s) { bm_decompress<A>(s, &d); });
+  reg("decompress/histogram", [&d](benchmark::State& s) { bm_decompress<H>(s, &d); });
+  reg("decompress/fixed", [&d](benchmark::State& s) { bm_decompress<F>(s, &d); });
+  for (int level : {1, 3}) {
+    reg("zstd" + std::to_string(level) + "/compress", [&d, level](benchmark::State& s) { bm_zstd_compress(s, &d, level); });
+    reg("zstd" + std::to_string(level) + "/decompress", [&d, level](benchmark::State& s) { bm_zstd_decompress(s, &d, level); });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_for<bf16>("gaussian", gaussian<bf16>());
+  register_for<fp16>("gaussian", gaussian<fp16>());
+  register_for<fp32>("gaussian", gaussian<fp32>());
+  for (const char* kind : {"weight", "gradient", "adam_m", "activation"}) {
+    register_for<bf16>(kind, shared<bf16>(kind));
+    register_for<fp16>(kind, shared<fp16>(kind));
+    register_for<fp32>(kind, shared<fp32>(kind));
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
