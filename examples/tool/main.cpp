@@ -1,0 +1,355 @@
+// zipccl: command-line tool for the lossless codec.
+//
+//   zipccl compress   --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--checksum]
+//                     [--chunk N] [--threads N] [--json] IN OUT
+//   zipccl decompress [--threads N] [--json] IN OUT
+//   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
+//
+// IN is a raw little-endian file of elements or a .npy file (its dtype then comes from the header;
+// numpy's '<f2' is fp16, '<f4' fp32, and bf16 is written by ml_dtypes as 'bfloat16' or as '<V2').
+// With --codebook fixed the table is calibrated on the whole input (the 7 most frequent exponents),
+// or given as a window with --window LO.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <zipccl/zipccl.hpp>
+
+#include "npy.hpp"
+
+namespace {
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr const char* usage_text =
+    "usage: zipccl compress --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--window LO]\n"
+    "                       [--checksum] [--chunk N] [--threads N] [--json] IN OUT\n"
+    "       zipccl decompress [--threads N] [--json] IN OUT\n"
+    "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n";
+
+struct args {
+  std::string command;
+  std::map<std::string, std::string> opts;
+  std::vector<std::string> files;
+  bool flag(const std::string& k) const { return opts.count(k) != 0; }
+  std::optional<std::string> get(const std::string& k) const {
+    auto it = opts.find(k);
+    if (it == opts.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+args parse(int argc, char** argv) {
+  if (argc < 2) throw usage_error("missing command");
+  args a;
+  a.command = argv[1];
+  const std::map<std::string, bool> takes_value = {{"--dtype", true},   {"--codebook", true}, {"--window", true},
+                                                   {"--chunk", true},   {"--threads", true},  {"--checksum", false},
+                                                   {"--json", false}};
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--", 0) == 0) {
+      auto it = takes_value.find(s);
+      if (it == takes_value.end()) throw usage_error("unknown option " + s);
+      if (it->second) {
+        if (i + 1 >= argc) throw usage_error(s + " needs a value");
+        a.opts[s] = argv[++i];
+      } else {
+        a.opts[s] = "";
+      }
+    } else {
+      a.files.push_back(s);
+    }
+  }
+  return a;
+}
+
+std::uint64_t parse_uint(const std::string& s, const char* what) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    throw usage_error(std::string(what) + " must be a non-negative integer, got '" + s + "'");
+  try {
+    return std::stoull(s);
+  } catch (const std::exception&) {
+    throw usage_error(std::string(what) + " is out of range: '" + s + "'");
+  }
+}
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<std::uint8_t> v((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("cannot read " + path);
+  return v;
+}
+
+void write_file(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot create " + path);
+  out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+zipccl::dtype dtype_from_name(const std::string& s) {
+  if (s == "bf16") return zipccl::dtype::bf16;
+  if (s == "fp16") return zipccl::dtype::fp16;
+  if (s == "fp32") return zipccl::dtype::fp32;
+  throw usage_error("--dtype must be bf16, fp16 or fp32, got '" + s + "'");
+}
+
+std::optional<zipccl::dtype> dtype_from_npy(const std::string& descr) {
+  if (descr == "<f2" || descr == "f2" || descr == "float16") return zipccl::dtype::fp16;
+  if (descr == "<f4" || descr == "f4" || descr == "float32") return zipccl::dtype::fp32;
+  if (descr == "bfloat16" || descr == "<V2" || descr == "|V2") return zipccl::dtype::bf16;
+  return std::nullopt;
+}
+
+// The input's elements: raw, or the data part of a .npy file.
+struct tensor {
+  zipccl::dtype type;
+  std::vector<std::uint8_t> file;
+  std::uint64_t offset = 0, count = 0;
+  const std::uint8_t* data() const { return file.data() + offset; }
+  std::uint64_t bytes() const { return count * zipccl::dtype_size(type); }
+};
+
+tensor load_tensor(const std::string& path, const std::optional<std::string>& dtype_opt) {
+  tensor t;
+  t.file = read_file(path);
+  std::optional<zipccl::dtype> given;
+  if (dtype_opt) given = dtype_from_name(*dtype_opt);
+  if (zipccl_tool::is_npy(t.file)) {
+    // the header's descr decides; a --dtype that disagrees is an error
+    const auto a = zipccl_tool::parse_npy(t.file);
+    const std::string& descr = a.descr;
+    const auto from = dtype_from_npy(descr);
+    if (!from) throw std::runtime_error(path + ": unsupported .npy dtype '" + descr + "'");
+    if (given && *given != *from)
+      throw std::runtime_error(path + ": --dtype " + zipccl::dtype_name(*given) + " but the .npy holds " +
+                               zipccl::dtype_name(*from));
+    t.type = *from;
+    zipccl_tool::check_npy_size(t.file, a, zipccl::dtype_size(t.type));
+    t.offset = a.data_offset;
+    t.count = a.count;
+    return t;
+  }
+  if (!given) throw usage_error("--dtype is required for raw input");
+  t.type = *given;
+  const unsigned size = zipccl::dtype_size(t.type);
+  if (t.file.size() % size != 0)
+    throw std::runtime_error(path + ": size " + std::to_string(t.file.size()) + " is not a multiple of the " +
+                             zipccl::dtype_name(t.type) + " element size " + std::to_string(size));
+  t.count = t.file.size() / size;
+  return t;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Compresses a tensor with one policy; returns the stream.
+std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& policy,
+                                          const zipccl::host::compress_options& opt,
+                                          const std::optional<std::string>& window) {
+  std::vector<std::uint8_t> out;
+  zipccl::visit_dtype(t.type, [&](auto e) {
+    using E = decltype(e);
+    using bits = typename E::bits_type;
+    std::vector<std::uint8_t> buf(zipccl::host::max_compressed_size<zipccl::codec<E>>(t.count, opt.chunk_elems));
+    std::uint64_t bytes = 0;
+    zipccl::status s;
+    if (policy == "analytic") {
+      s = zipccl::host::compress<zipccl::codec<E, zipccl::codebook::analytic_gaussian>>(t.data(), t.count, buf.data(),
+                                                                                         buf.size(), &bytes, opt);
+    } else if (policy == "histogram") {
+      s = zipccl::host::compress<zipccl::codec<E, zipccl::codebook::histogram>>(t.data(), t.count, buf.data(),
+                                                                                 buf.size(), &bytes, opt);
+    } else if (policy == "fixed") {
+      zipccl::codebook::fixed f;
+      if (window) {
+        f = zipccl::codebook::fixed::window<E>(static_cast<std::int64_t>(parse_uint(*window, "--window")));
+      } else {
+        std::vector<bits> aligned(t.count);
+        if (t.count) std::memcpy(aligned.data(), t.data(), t.bytes());
+        f = zipccl::codebook::fixed::calibrate<E>(aligned.data(), t.count);
+      }
+      s = zipccl::host::compress<zipccl::codec<E, zipccl::codebook::fixed>>(t.data(), t.count, buf.data(), buf.size(),
+                                                                             &bytes, opt, f);
+    } else {
+      throw usage_error("--codebook must be analytic, histogram or fixed, got '" + policy + "'");
+    }
+    if (s != zipccl::status::success) throw std::runtime_error(std::string("compress failed: ") + zipccl::to_string(s));
+    buf.resize(bytes);
+    out = std::move(buf);
+  });
+  return out;
+}
+
+zipccl::host::compress_options compress_options_from(const args& a) {
+  zipccl::host::compress_options opt;
+  opt.checksum = a.flag("--checksum");
+  if (auto c = a.get("--chunk")) {
+    const std::uint64_t v = parse_uint(*c, "--chunk");
+    if (!zipccl::format::valid_chunk_elems(v))
+      throw usage_error("--chunk must be a multiple of 256 between 256 and 16777216");
+    opt.chunk_elems = static_cast<std::uint32_t>(v);
+  }
+  if (auto t = a.get("--threads")) {
+    const std::uint64_t v = parse_uint(*t, "--threads");
+    if (v < 1 || v > 1024) throw usage_error("--threads must be between 1 and 1024");
+    opt.threads = static_cast<unsigned>(v);
+  }
+  return opt;
+}
+
+int cmd_compress(const args& a) {
+  if (a.files.size() != 2) throw usage_error("compress needs IN and OUT");
+  const auto opt = compress_options_from(a);
+  const std::string policy = a.get("--codebook").value_or("analytic");
+  if (a.get("--window") && policy != "fixed") throw usage_error("--window goes with --codebook fixed");
+  const tensor t = load_tensor(a.files[0], a.get("--dtype"));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto out = compress_tensor(t, policy, opt, a.get("--window"));
+  const double secs = seconds_since(t0);
+  write_file(a.files[1], out.data(), out.size());
+  const double ratio = out.empty() ? 0 : static_cast<double>(t.bytes()) / static_cast<double>(out.size());
+  if (a.flag("--json")) {
+    std::printf("{\"command\":\"compress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
+                "\"input_bytes\":%llu,\"output_bytes\":%llu,\"ratio\":%.6f,\"checksum\":%s,\"seconds\":%.6f}\n",
+                zipccl::dtype_name(t.type), policy.c_str(), static_cast<unsigned long long>(t.count),
+                static_cast<unsigned long long>(t.bytes()), static_cast<unsigned long long>(out.size()), ratio,
+                opt.checksum ? "true" : "false", secs);
+  } else {
+    std::printf("%s: %llu %s elements, %llu -> %llu bytes, ratio %.4f (%s codebook%s)\n", a.files[1].c_str(),
+                static_cast<unsigned long long>(t.count), zipccl::dtype_name(t.type),
+                static_cast<unsigned long long>(t.bytes()), static_cast<unsigned long long>(out.size()), ratio,
+                policy.c_str(), opt.checksum ? ", checksums" : "");
+  }
+  return 0;
+}
+
+int cmd_decompress(const args& a) {
+  if (a.files.size() != 2) throw usage_error("decompress needs IN and OUT");
+  if (a.get("--dtype") || a.get("--codebook") || a.flag("--checksum") || a.get("--chunk") || a.get("--window"))
+    throw usage_error("decompress takes only --threads and --json (the stream describes itself)");
+  zipccl::host::decompress_options opt;
+  opt.threads = compress_options_from(a).threads;
+  const auto in = read_file(a.files[0]);
+  zipccl::host::stream_info info;
+  zipccl::status s = zipccl::host::read_header(in.data(), in.size(), &info);
+  if (s != zipccl::status::success)
+    throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
+  std::vector<std::uint8_t> out(info.decompressed_bytes());
+  const auto t0 = std::chrono::steady_clock::now();
+  s = zipccl::host::decompress(in.data(), in.size(), out.data(), out.size(), nullptr, opt);
+  const double secs = seconds_since(t0);
+  if (s != zipccl::status::success) throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
+  write_file(a.files[1], out.data(), out.size());
+  if (a.flag("--json")) {
+    std::printf("{\"command\":\"decompress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
+                "\"input_bytes\":%llu,\"output_bytes\":%llu,\"checksum\":%s,\"seconds\":%.6f}\n",
+                zipccl::dtype_name(info.type), zipccl::codebook_name(info.codebook),
+                static_cast<unsigned long long>(info.count), static_cast<unsigned long long>(in.size()),
+                static_cast<unsigned long long>(out.size()), info.checksum ? "true" : "false", secs);
+  } else {
+    std::printf("%s: %llu %s elements, %llu -> %llu bytes\n", a.files[1].c_str(),
+                static_cast<unsigned long long>(info.count), zipccl::dtype_name(info.type),
+                static_cast<unsigned long long>(in.size()), static_cast<unsigned long long>(out.size()));
+  }
+  return 0;
+}
+
+int cmd_inspect(const args& a) {
+  if (a.files.size() != 1) throw usage_error("inspect needs IN");
+  const tensor t = load_tensor(a.files[0], a.get("--dtype"));
+  zipccl::host::exponent_stats st;
+  zipccl::visit_dtype(t.type, [&](auto e) { st = zipccl::host::analyze<decltype(e)>(t.data(), t.count); });
+  struct policy_result {
+    std::string name;
+    double ratio;
+    bool verified;
+  };
+  std::vector<policy_result> results;
+  for (const char* p : {"analytic", "histogram", "fixed"}) {
+    const auto stream = compress_tensor(t, p, {}, std::nullopt);
+    std::vector<std::uint8_t> back(t.bytes());
+    const bool ok = zipccl::host::decompress(stream.data(), stream.size(), back.data(), back.size()) ==
+                        zipccl::status::success &&
+                    (t.count == 0 || std::memcmp(back.data(), t.data(), t.bytes()) == 0);
+    results.push_back({p, stream.empty() ? 0 : static_cast<double>(t.bytes()) / stream.size(), ok});
+  }
+  bool all_ok = true;
+  for (const auto& r : results) all_ok = all_ok && r.verified;
+  if (a.flag("--json")) {
+    std::ostringstream o;
+    o << "{\"command\":\"inspect\",\"dtype\":\"" << zipccl::dtype_name(t.type) << "\",\"elements\":" << t.count
+      << ",\"exponent_histogram\":{";
+    bool first = true;
+    for (std::size_t e = 0; e < st.histogram.size(); ++e) {
+      if (!st.histogram[e]) continue;
+      o << (first ? "" : ",") << "\"" << e << "\":" << st.histogram[e];
+      first = false;
+    }
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "},\"exponent_entropy_bits\":%.6f,\"entropy_bound_ratio\":%.6f,"
+                  "\"ideal_3bit_ratio\":%.6f,\"ratios\":{", st.entropy_bits, st.entropy_bound_ratio,
+                  st.ideal_3bit_ratio);
+    o << buf;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s\"%s\":%.6f", i ? "," : "", results[i].name.c_str(), results[i].ratio);
+      o << buf;
+    }
+    o << "},\"round_trip_verified\":" << (all_ok ? "true" : "false") << "}";
+    std::printf("%s\n", o.str().c_str());
+  } else {
+    std::printf("%s: %llu %s elements\n", a.files[0].c_str(), static_cast<unsigned long long>(t.count),
+                zipccl::dtype_name(t.type));
+    std::printf("exponent histogram (field value: count, share):\n");
+    for (std::size_t e = 0; e < st.histogram.size(); ++e)
+      if (st.histogram[e])
+        std::printf("  %3zu: %12llu  %6.3f%%\n", e, static_cast<unsigned long long>(st.histogram[e]),
+                    100.0 * st.histogram[e] / static_cast<double>(t.count));
+    std::printf("exponent entropy: %.4f bits; bound for exponent-only coding: %.4fx\n", st.entropy_bits,
+                st.entropy_bound_ratio);
+    std::printf("ideal 3-bit 7-entry code: %.4fx\n", st.ideal_3bit_ratio);
+    for (const auto& r : results)
+      std::printf("  %-9s ratio %.4fx  (%.1f%% of the entropy bound)  round trip %s\n", r.name.c_str(), r.ratio,
+                  st.entropy_bound_ratio > 0 ? 100.0 * r.ratio / st.entropy_bound_ratio : 0.0,
+                  r.verified ? "verified" : "FAILED");
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const args a = parse(argc, argv);
+    if (a.command == "compress") return cmd_compress(a);
+    if (a.command == "decompress") return cmd_decompress(a);
+    if (a.command == "inspect") return cmd_inspect(a);
+    if (a.command == "--help" || a.command == "-h" || a.command == "help") {
+      std::fputs(usage_text, stdout);
+      return 0;
+    }
+    throw usage_error("unknown command '" + a.command + "'");
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "zipccl: error: %s (see 'zipccl --help')\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "zipccl: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zipccl: error: %s\n", e.what());
+    return 1;
+  }
+}

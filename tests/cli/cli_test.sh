@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Tests of the zipccl command-line tool: cli_test.sh CASE ZIPCCL WORKDIR PYTHON
+set -u
+case_name=$1 zipccl=$2 work=$3 py=$4
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+fail=0
+check() { if ! eval "$1"; then echo "FAILED: $1"; fail=1; fi; }
+
+# Seeded near-Gaussian test files: raw bf16/fp16/fp32, and .npy fp16/fp32
+"$py" - <<'PY'
+import random, struct
+random.seed(5)
+vals = [random.gauss(0, 0.05) for _ in range(70000)]
+f32 = struct.pack('<%df' % len(vals), *vals)
+open('x.fp32', 'wb').write(f32)
+open('x.bf16', 'wb').write(b''.join(f32[i+2:i+4] for i in range(0, len(f32), 4)))
+f16 = struct.pack('<%de' % len(vals), *vals)
+open('x.fp16', 'wb').write(f16)
+def npy(name, descr, data, n):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, n)
+    h += ' ' * ((64 - (10 + len(h) + 1) % 64) % 64) + '\n'
+    open(name, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + data)
+npy('x16.npy', '<f2', f16, len(vals))
+npy('x32.npy', '<f4', f32, len(vals))
+npy('bad_shape.npy', '<f4', f32[:-4], len(vals))
+npy('int.npy', '<i4', f32, len(vals))
+open('odd.bf16', 'wb').write(b'\x01\x02\x03')
+PY
+
+one_line_error() {  # command must fail (exit 1 or 2) with exactly one line on stderr
+  "$@" >out.txt 2>err.txt
+  local rc=$?
+  if [ $rc -ne 1 ] && [ $rc -ne 2 ]; then echo "FAILED: '$*' exit code $rc"; fail=1; return; fi
+  if [ "$(wc -l <err.txt)" -ne 1 ]; then echo "FAILED: '$*' stderr:"; cat err.txt; fail=1; fi
+  grep -q '^zipccl: error: ' err.txt || { echo "FAILED: '$*' error line: $(cat err.txt)"; fail=1; }
+}
+
+case $case_name in
+roundtrip)
+  for t in bf16 fp16 fp32; do
+    for cb in analytic histogram fixed; do
+      for ck in "" --checksum; do
+        check "'$zipccl' compress --dtype $t --codebook $cb $ck --chunk 4096 --threads 2 x.$t x.$t.zpc >/dev/null"
+        check "'$zipccl' decompress x.$t.zpc back.$t >/dev/null"
+        check "cmp -s x.$t back.$t"
+      done
+    done
+  done
+  check "'$zipccl' compress --dtype bf16 --codebook fixed --window 120 x.bf16 w.zpc >/dev/null"
+  check "'$zipccl' decompress --threads 3 w.zpc w.back >/dev/null && cmp -s x.bf16 w.back"
+  ;;
+npy)
+  check "'$zipccl' compress x16.npy x16.zpc >/dev/null"
+  check "'$zipccl' decompress x16.zpc x16.raw >/dev/null && cmp -s x16.raw x.fp16"
+  check "'$zipccl' compress --dtype fp32 x32.npy x32.zpc >/dev/null"
+  check "'$zipccl' decompress x32.zpc x32.raw >/dev/null && cmp -s x32.raw x.fp32"
+  check "'$zipccl' inspect x32.npy | grep -q 'round trip verified'"
+  ;;
+json)
+  "$zipccl" compress --dtype bf16 --codebook histogram --json x.bf16 j.zpc >c.json || fail=1
+  "$zipccl" decompress --json j.zpc j.back >d.json || fail=1
+  "$zipccl" inspect --dtype bf16 --json x.bf16 >i.json || fail=1
+  "$py" - <<'PY' || fail=1
+import json
+c = json.load(open('c.json')); d = json.load(open('d.json')); i = json.load(open('i.json'))
+assert c['command'] == 'compress' and c['dtype'] == 'bf16' and c['elements'] == 70000, c
+assert 1.3 < c['ratio'] < 1.6, c
+assert d['elements'] == 70000 and d['output_bytes'] == 140000 and d['codebook'] == 'histogram', d
+assert i['round_trip_verified'] is True, i
+assert 2.0 < i['exponent_entropy_bits'] < 3.2, i
+assert i['ratios']['histogram'] >= i['ratios']['analytic'] - 0.01, i
+assert i['ratios']['histogram'] <= i['entropy_bound_ratio'], i
+assert sum(i['exponent_histogram'].values()) == 70000, i
+PY
+  ;;
+errors)
+  one_line_error "$zipccl"
+  one_line_error "$zipccl" frobnicate
+  one_line_error "$zipccl" compress x.bf16 out.zpc                   # raw input needs --dtype
+  one_line_error "$zipccl" compress --dtype bf17 x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --codebook magic x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --chunk 1000 x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --threads 0 x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --threads many x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 x.bf16                # missing OUT
+  one_line_error "$zipccl" compress --dtype bf16 --window 3 x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 odd.bf16 out.zpc      # 3 bytes
+  one_line_error "$zipccl" compress --dtype bf16 missing.bin out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 x.bf16 /nonexistent/dir/out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 x16.npy out.zpc      # npy says fp16
+  one_line_error "$zipccl" compress bad_shape.npy out.zpc
+  one_line_error "$zipccl" compress int.npy out.zpc
+  one_line_error "$zipccl" decompress --dtype bf16 x.bf16 out.raw
+  one_line_error "$zipccl" decompress x.bf16 out.raw                  # not a stream
+  one_line_error "$zipccl" inspect --dtype fp32 odd.bf16
+  "$zipccl" compress --dtype fp32 --checksum x.fp32 ok.zpc >/dev/null || fail=1
+  head -c 1000 ok.zpc >trunc.zpc
+  one_line_error "$zipccl" decompress trunc.zpc out.raw
+  "$py" -c "
+d = bytearray(open('ok.zpc','rb').read()); d[len(d)//2] ^= 0x10; open('flip.zpc','wb').write(d)"
+  one_line_error "$zipccl" decompress flip.zpc out.raw
+  grep -q 'checksum mismatch' err.txt || { echo "FAILED: flipped byte not reported as checksum mismatch"; fail=1; }
+  ;;
+*) echo "unknown case $case_name"; exit 2 ;;
+esac
+[ $fail -eq 0 ] && echo "cli.$case_name: all checks passed"
+exit $fail
