@@ -35,8 +35,8 @@ struct analytic_gaussian : policy_tag {
   // Whether a value with exponent field e enters the mean.
   template <class E>
   ZIPCCL_HOST_DEVICE static constexpr bool counts(std::uint32_t e) {
-    constexpr std::uint32_t first = std::is_same_v<E, fp16> ? 0u : 1u;
-    return e >= first && e < E::exponent_mask;
+    if constexpr (std::is_same_v<E, fp16>) return e < E::exponent_mask;
+    else return e != 0 && e < E::exponent_mask;
   }
 
   // The window from the sum and count of the counted exponent fields.

@@ -31,7 +31,11 @@ inline constexpr const char* codebook_name(codebook_kind k) {
 
 namespace format {
 
-inline constexpr std::uint8_t magic[4] = {'Z', 'P', 'C', 'L'};
+// The four magic bytes "ZPCL", as one little-endian word (usable in host and device code).
+inline constexpr std::uint32_t magic_word = 0x4C43505Au;
+ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
+  return static_cast<std::uint8_t>(magic_word >> (8 * i));
+}
 inline constexpr std::uint16_t version = 1;
 inline constexpr std::uint64_t header_bytes = 48;
 inline constexpr std::uint64_t directory_entry_bytes = 8;
@@ -102,7 +106,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t header_hash(const std::uint8_t* stream, std::ui
 // Writes the 48 header bytes. The directory (chunks entries) must already be in place after it,
 // because the header hash covers it; the padding up to data_offset() is zeroed here.
 ZIPCCL_HOST_DEVICE void write_header(std::uint8_t* out, const stream_header& h) {
-  for (int i = 0; i < 4; ++i) out[i] = magic[i];
+  store_le<std::uint32_t>(out, magic_word);
   store_le<std::uint16_t>(out + 4, version);
   out[6] = static_cast<std::uint8_t>(h.type);
   out[7] = static_cast<std::uint8_t>(h.codebook);
@@ -124,11 +128,11 @@ ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_b
   if (in == nullptr && in_bytes != 0) return status::invalid_argument;
   if (in_bytes < 8) {
     for (std::uint64_t i = 0; i < in_bytes && i < 4; ++i)
-      if (in[i] != magic[i]) return status::bad_magic;
+      if (in[i] != magic_byte(i)) return status::bad_magic;
     return status::truncated;
   }
   for (int i = 0; i < 4; ++i)
-    if (in[i] != magic[i]) return status::bad_magic;
+    if (in[i] != magic_byte(i)) return status::bad_magic;
   if (load_le<std::uint16_t>(in + 4) != version) return status::unsupported_version;
   if (in_bytes < header_bytes) return status::truncated;
   stream_header r;

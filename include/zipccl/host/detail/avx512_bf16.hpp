@@ -7,6 +7,12 @@
 // test_host_simd checks this on every build that compiles this file.
 #pragma once
 
+// GCC 12's AVX-512 intrinsic headers start some permutes from _mm512_undefined_*(), which its
+// -Wmaybe-uninitialized reports at every use; the values are fully overwritten.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
@@ -243,3 +249,7 @@ inline status decode_chunk_bf16(const std::uint8_t* chunk, std::uint64_t span, s
 }
 
 }  // namespace zipccl::host::detail::avx512
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,15 @@
+// Shared by the fuzz target and its seed generator: the first input byte selects the mode.
+#pragma once
+
+#include <cstdint>
+
+namespace zipccl::fuzzing {
+
+enum mode : std::uint8_t {
+  decode_raw = 0,       // the rest is a stream, decoded as it is
+  decode_repaired = 1,  // the rest is a stream whose hashes are recomputed first (reaches deep checks)
+  round_trip = 2,       // byte 1: type, byte 2: codebook, byte 3: flags; the rest is element data
+  mode_count = 3
+};
+
+}  // namespace zipccl::fuzzing

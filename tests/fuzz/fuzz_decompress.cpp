@@ -1,0 +1,98 @@
+// libFuzzer target: the decoder on untrusted bytes, and compress/decompress round trips.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <zipccl/zipccl.hpp>
+
+#include "fuzz/fuzz_common.hpp"
+#include "support/stream_tools.hpp"
+
+using namespace zipccl;
+
+namespace {
+
+constexpr std::uint64_t max_output = 16u << 20;
+
+void decode(const std::uint8_t* data, std::size_t size) {
+  host::stream_info info;
+  if (host::read_header(data, size, &info) != status::success) {
+    // a header that does not validate must make decompress fail the same way
+    std::uint8_t sink[16];
+    if (host::decompress(data, size, sink, sizeof sink) == status::success) std::abort();
+    return;
+  }
+  const std::uint64_t need = info.decompressed_bytes();
+  if (need > max_output) {
+    std::vector<std::uint8_t> small(64);
+    if (host::decompress(data, size, small.data(), small.size()) != status::buffer_too_small) std::abort();
+    return;
+  }
+  // exactly `need` bytes on the heap, so that AddressSanitizer sees any overrun
+  std::vector<std::uint8_t> out(need);
+  host::decompress(data, size, out.data(), out.size());
+  host::decompress_options opt;
+  opt.threads = 2;
+  host::decompress(data, size, out.data(), out.size(), nullptr, opt);
+}
+
+template <class Codec>
+void round_trip(const std::uint8_t* data, std::size_t size, std::uint8_t flags) {
+  using E = typename Codec::element_type;
+  const std::uint64_t n = size / sizeof(typename E::bits_type);
+  host::compress_options opt;
+  opt.checksum = flags & 1;
+  opt.chunk_elems = (flags & 2) ? 256 : 4096;
+  opt.threads = (flags & 4) ? 2 : 1;
+  typename Codec::codebook_type policy{};
+  if constexpr (std::is_same_v<typename Codec::codebook_type, codebook::fixed>)
+    policy = codebook::fixed::window<E>(flags >> 3);
+  std::vector<std::uint8_t> stream(host::max_compressed_size<Codec>(n, opt.chunk_elems));
+  std::uint64_t bytes = 0;
+  if (host::compress<Codec>(data, n, stream.data(), stream.size(), &bytes, opt, policy) != status::success) std::abort();
+  std::vector<std::uint8_t> back(n * sizeof(typename E::bits_type));
+  if (host::decompress(stream.data(), bytes, back.data(), back.size()) != status::success) std::abort();
+  if (!back.empty() && std::memcmp(back.data(), data, back.size()) != 0) std::abort();
+}
+
+template <class E>
+void round_trip_policy(std::uint8_t cb, const std::uint8_t* data, std::size_t size, std::uint8_t flags) {
+  switch (cb % 3) {
+    case 0: return round_trip<codec<E, codebook::analytic_gaussian>>(data, size, flags);
+    case 1: return round_trip<codec<E, codebook::histogram>>(data, size, flags);
+    default: return round_trip<codec<E, codebook::fixed>>(data, size, flags);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  const auto mode = static_cast<fuzzing::mode>(data[0] % fuzzing::mode_count);
+  ++data;
+  --size;
+  switch (mode) {
+    case fuzzing::decode_raw:
+      decode(data, size);
+      break;
+    case fuzzing::decode_repaired: {
+      std::vector<std::uint8_t> s(data, data + size);
+      testing::repair_hashes(s);
+      decode(s.data(), s.size());
+      break;
+    }
+    default: {
+      if (size < 3) return 0;
+      const std::uint8_t type = data[0], cb = data[1], flags = data[2];
+      data += 3;
+      size -= 3;
+      switch (type % 3) {
+        case 0: round_trip_policy<bf16>(cb, data, size, flags); break;
+        case 1: round_trip_policy<fp16>(cb, data, size, flags); break;
+        default: round_trip_policy<fp32>(cb, data, size, flags); break;
+      }
+    }
+  }
+  return 0;
+}

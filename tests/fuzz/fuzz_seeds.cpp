@@ -1,0 +1,62 @@
+// Writes a seed corpus of valid streams (every type, policy and checksum setting) for the fuzzer.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <zipccl/zipccl.hpp>
+
+#include "fuzz/fuzz_common.hpp"
+#include "support/test_data.hpp"
+
+using namespace zipccl;
+
+namespace {
+int written = 0;
+
+void write(const std::filesystem::path& dir, std::uint8_t mode, const std::vector<std::uint8_t>& body) {
+  std::ofstream out(dir / ("seed-" + std::to_string(written++)), std::ios::binary);
+  out.put(static_cast<char>(mode));
+  out.write(reinterpret_cast<const char*>(body.data()), static_cast<std::streamsize>(body.size()));
+}
+
+template <class Codec>
+void seeds(const std::filesystem::path& dir) {
+  using E = typename Codec::element_type;
+  for (bool checksum : {false, true})
+    for (std::uint64_t n : {0ull, 1ull, 40ull, 700ull}) {
+      auto v = testing::make_tensor<E>(n, 0.1, testing::distribution::laplace, n);
+      if (n == 700) {
+        const auto noise = testing::random_bits<E>(256, 1);
+        std::copy(noise.begin(), noise.end(), v.begin() + 256);  // a stored chunk
+      }
+      host::compress_options opt;
+      opt.chunk_elems = 256;
+      opt.checksum = checksum;
+      const auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), n));
+      write(dir, fuzzing::decode_raw, s);
+      write(dir, fuzzing::decode_repaired, s);
+    }
+  std::vector<std::uint8_t> rt = {static_cast<std::uint8_t>(Codec::type) , 0, 0};
+  const auto v = testing::make_tensor<E>(300, 1.0);
+  rt.insert(rt.end(), reinterpret_cast<const std::uint8_t*>(v.data()),
+            reinterpret_cast<const std::uint8_t*>(v.data() + v.size()));
+  write(dir, fuzzing::round_trip, rt);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_seeds DIR\n");
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  std::filesystem::create_directories(dir);
+  seeds<codec<bf16, codebook::analytic_gaussian>>(dir);
+  seeds<codec<bf16, codebook::histogram>>(dir);
+  seeds<codec<fp16, codebook::histogram>>(dir);
+  seeds<codec<fp32, codebook::analytic_gaussian>>(dir);
+  std::printf("wrote %d seeds to %s\n", written, dir.c_str());
+  return 0;
+}
