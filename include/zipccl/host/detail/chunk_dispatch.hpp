@@ -8,7 +8,7 @@
 #include "../../codec/chunk_codec.hpp"
 #include "../../config.hpp"
 #if ZIPCCL_HAS_AVX512
-#include "avx512_bf16.hpp"
+#include "avx512.hpp"
 #endif
 
 namespace zipccl::host::detail {
@@ -17,7 +17,9 @@ template <class E, class Policy>
 std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
                            std::uint8_t* out) {
 #if ZIPCCL_HAS_AVX512
-  if constexpr (std::is_same_v<E, bf16>) return avx512::encode_chunk_bf16(policy, in, m, checksum, out);
+  if constexpr (std::is_same_v<Policy, codebook::analytic_gaussian> || std::is_same_v<Policy, codebook::histogram> ||
+                std::is_same_v<Policy, codebook::fixed>)
+    return avx512::encode_chunk<E>(policy, in, m, checksum, out);
 #endif
   const codebook::table t = codec_detail::choose_table<E>(policy, in, m);
   return codec_detail::encode_chunk<E>(in, m, t, checksum, out);
@@ -27,9 +29,10 @@ template <class E>
 status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
                     std::uint8_t* out) {
 #if ZIPCCL_HAS_AVX512
-  if constexpr (std::is_same_v<E, bf16>) return avx512::decode_chunk_bf16(chunk, span, m, checksum, out);
-#endif
+  return avx512::decode_chunk<E>(chunk, span, m, checksum, out);
+#else
   return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
+#endif
 }
 
 }  // namespace zipccl::host::detail

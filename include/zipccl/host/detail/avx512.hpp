@@ -1,0 +1,373 @@
+// zipccl: AVX-512 (BW, VBMI, VBMI2) host path for bf16, fp16 and fp32 chunks.
+//
+// Works on 64 elements (two groups) per step. A per-type `lanes64` splits 64 elements into their
+// exponent bytes and rest sections, and joins them back; everything else is shared: codes come
+// from a 256-entry table held in four registers (or one register for fp16), each code bit becomes a
+// 64-bit mask whose low and high halves are the two groups' plane words, and escapes are
+// compressed and expanded with VBMI2. The bytes written and the statuses returned are exactly those
+// of codec_detail::encode_chunk / decode_chunk; test_host_simd checks this on every build that
+// compiles this file.
+#pragma once
+
+// GCC 12's AVX-512 intrinsic headers start some permutes from _mm512_undefined_*(), which its
+// -Wmaybe-uninitialized reports at every use; the values are fully overwritten.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../../codebook/analytic_gaussian.hpp"
+#include "../../codebook/histogram.hpp"
+#include "../../codebook/table.hpp"
+#include "../../codec/chunk_codec.hpp"
+#include "../../element.hpp"
+#include "../../error.hpp"
+#include "../../format/chunk.hpp"
+
+namespace zipccl::host::detail::avx512 {
+
+inline __mmask64 tail_mask(std::uint64_t lanes) {
+  return lanes >= 64 ? ~__mmask64(0) : ((__mmask64(1) << lanes) - 1);
+}
+
+inline __m512i byte_index(int start, int step) {
+  alignas(64) std::uint8_t idx[64];
+  for (int i = 0; i < 64; ++i) idx[i] = static_cast<std::uint8_t>(start + step * i);
+  return _mm512_load_si512(idx);
+}
+
+// Indices that interleave the bytes of two registers a, b as a0 b0 a1 b1 ..., from byte 32*half.
+inline __m512i interleave_index(int half) {
+  alignas(64) std::uint8_t idx[64];
+  for (int i = 0; i < 32; ++i) {
+    idx[2 * i] = static_cast<std::uint8_t>(32 * half + i);
+    idx[2 * i + 1] = static_cast<std::uint8_t>(64 + 32 * half + i);
+  }
+  return _mm512_load_si512(idx);
+}
+
+// Byte-wise select: bits of `a` where `mask` is set, of `b` elsewhere.
+inline __m512i select_bits(__m512i mask, __m512i a, __m512i b) { return _mm512_ternarylogic_epi32(a, b, mask, 0xE4); }
+
+inline __m512i splat8(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+
+// One step's worth of a 16-bit type: the low and high bytes of 64 elements.
+struct bytes16 {
+  __m512i lo, hi;
+};
+inline bytes16 load16(const std::uint8_t* in, std::uint64_t lanes) {
+  static const __m512i even = byte_index(0, 2), odd = byte_index(1, 2);
+  const __mmask64 m = tail_mask(lanes);
+  const __m512i a = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), in);
+  const __m512i b = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m >> 32), in + 64);
+  return {_mm512_permutex2var_epi8(a, even, b), _mm512_permutex2var_epi8(a, odd, b)};
+}
+inline void store16(std::uint8_t* out, std::uint64_t lanes, __m512i lo, __m512i hi) {
+  static const __m512i idx0 = interleave_index(0), idx1 = interleave_index(1);
+  const __mmask64 live = tail_mask(lanes);
+  _mm512_mask_storeu_epi16(out, static_cast<__mmask32>(live), _mm512_permutex2var_epi8(lo, idx0, hi));
+  if (lanes > 32)
+    _mm512_mask_storeu_epi16(out + 64, static_cast<__mmask32>(live >> 32), _mm512_permutex2var_epi8(lo, idx1, hi));
+}
+
+template <class E>
+struct lanes64;
+
+// bf16: hi = s eeeeeee, lo = e mmmmmmm. Rest byte = s mmmmmmm.
+template <>
+struct lanes64<bf16> {
+  __m512i exp, rest;
+  static lanes64 load(const std::uint8_t* in, std::uint64_t lanes) {
+    const bytes16 b = load16(in, lanes);
+    lanes64 r;
+    r.exp = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi16(b.hi, 1), splat8(0xFE)),
+                            _mm512_and_si512(_mm512_srli_epi16(b.lo, 7), splat8(1)));
+    r.rest = select_bits(splat8(0x80), b.hi, b.lo);
+    return r;
+  }
+  std::uint64_t extra_plane(int) const { return 0; }
+  void store_rest(std::uint8_t*, std::uint8_t* bytes, __mmask64 live) const {
+    _mm512_mask_storeu_epi8(bytes, live, rest);
+  }
+  static void join(std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t*, const std::uint8_t*,
+                   const std::uint8_t* bytes) {
+    const __m512i rest = _mm512_maskz_loadu_epi8(tail_mask(lanes), bytes);
+    const __m512i lo = select_bits(splat8(0x80), _mm512_slli_epi16(exp, 7), rest);
+    const __m512i hi = select_bits(splat8(0x80), rest, _mm512_srli_epi16(exp, 1));
+    store16(out, lanes, lo, hi);
+  }
+};
+
+// fp16: hi = s eeeee mm, lo = mmmmmmmm. Rest byte = lo; extra planes = bits 0, 1, 7 of hi.
+template <>
+struct lanes64<fp16> {
+  __m512i exp, lo, hi;
+  static lanes64 load(const std::uint8_t* in, std::uint64_t lanes) {
+    const bytes16 b = load16(in, lanes);
+    return {_mm512_and_si512(_mm512_srli_epi16(b.hi, 2), splat8(0x1F)), b.lo, b.hi};
+  }
+  std::uint64_t extra_plane(int k) const {
+    return k == 0 ? _mm512_test_epi8_mask(hi, splat8(1)) : k == 1 ? _mm512_test_epi8_mask(hi, splat8(2))
+                                                                  : _mm512_movepi8_mask(hi);
+  }
+  void store_rest(std::uint8_t*, std::uint8_t* bytes, __mmask64 live) const { _mm512_mask_storeu_epi8(bytes, live, lo); }
+  static void join(std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t* extra, const std::uint8_t*,
+                   const std::uint8_t* bytes) {
+    const __m512i lo = _mm512_maskz_loadu_epi8(tail_mask(lanes), bytes);
+    // exp < 32, so a 16-bit shift by 2 keeps each byte's bits inside it
+    __m512i hi = _mm512_slli_epi16(exp, 2);
+    hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(extra[0], splat8(1)));
+    hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(extra[1], splat8(2)));
+    hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(extra[2], splat8(0x80)));
+    store16(out, lanes, lo, hi);
+  }
+};
+
+// fp32: bytes b3 = s eeeeeee, b2 = e mmmmmmm, b1 b0 = low mantissa. Word = b1 b0; byte = s mmmmmmm.
+template <>
+struct lanes64<fp32> {
+  __m512i exp, v[4];
+  std::uint64_t lanes;
+  static lanes64 load(const std::uint8_t* in, std::uint64_t lanes) {
+    lanes64 r;
+    r.lanes = lanes;
+    const __mmask64 m = tail_mask(lanes);
+    for (int q = 0; q < 4; ++q) r.v[q] = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(m >> (16 * q)), in + 64 * q);
+    const __m128i e0 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[0], 23));
+    const __m128i e1 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[1], 23));
+    const __m128i e2 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[2], 23));
+    const __m128i e3 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[3], 23));
+    r.exp = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(e1, e0)), _mm256_set_m128i(e3, e2), 1);
+    return r;
+  }
+  std::uint64_t extra_plane(int) const { return 0; }
+  void store_rest(std::uint8_t* words, std::uint8_t* bytes, __mmask64) const {
+    const __m512i top = _mm512_set1_epi32(0x80);
+    for (int q = 0; q < 4; ++q) {
+      if (lanes <= 16u * q) break;
+      const __mmask16 m = static_cast<__mmask16>(tail_mask(lanes - 16u * q));
+      _mm512_mask_cvtepi32_storeu_epi16(words + 32 * q, m, v[q]);
+      const __m512i b = _mm512_ternarylogic_epi32(_mm512_srli_epi32(v[q], 24), _mm512_srli_epi32(v[q], 16), top, 0xE4);
+      _mm512_mask_cvtepi32_storeu_epi8(bytes + 16 * q, m, b);
+    }
+  }
+  static void join(std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t*, const std::uint8_t* words,
+                   const std::uint8_t* bytes) {
+    for (int q = 0; q < 4; ++q) {
+      if (lanes <= 16u * q) break;
+      const __mmask16 m = static_cast<__mmask16>(tail_mask(lanes - 16u * q));
+      const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, words + 32 * q));
+      const __m512i b = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, bytes + 16 * q));
+      __m128i eq;
+      switch (q) {
+        case 0: eq = _mm512_extracti32x4_epi32(exp, 0); break;
+        case 1: eq = _mm512_extracti32x4_epi32(exp, 1); break;
+        case 2: eq = _mm512_extracti32x4_epi32(exp, 2); break;
+        default: eq = _mm512_extracti32x4_epi32(exp, 3); break;
+      }
+      const __m512i ex = _mm512_cvtepu8_epi32(eq);
+      // sign: bit 7 of b -> bit 31; exponent -> bits 23..30; b bits 0..6 -> bits 16..22; word -> 0..15
+      const __m512i hi = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x80)), 24),
+                                         _mm512_slli_epi32(ex, 23));
+      const __m512i x = _mm512_ternarylogic_epi32(hi, _mm512_slli_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x7F)), 16),
+                                                  w, 0xFE);
+      _mm512_mask_storeu_epi32(out + 64 * q, m, x);
+    }
+  }
+};
+
+// A code table lookup for E's exponent bytes.
+template <class E>
+struct code_lookup {
+  __m512i t[4];
+  explicit code_lookup(const std::uint8_t* lut) {
+    for (int k = 0; k < 4; ++k) t[k] = _mm512_loadu_si512(lut + 64 * k);
+  }
+  __m512i operator()(__m512i exp) const {
+    if constexpr (E::exponent_count <= 64) {
+      return _mm512_permutexvar_epi8(exp, t[0]);
+    } else {
+      const __m512i lo = _mm512_permutex2var_epi8(t[0], exp, t[1]);
+      const __m512i hi = _mm512_permutex2var_epi8(t[2], exp, t[3]);
+      return _mm512_mask_mov_epi8(lo, _mm512_movepi8_mask(exp), hi);
+    }
+  }
+};
+
+// Sum and count of the exponent fields that analytic_gaussian counts.
+template <class E>
+void exponent_sum(const std::uint8_t* in, std::uint64_t m, std::uint64_t* sum, std::uint64_t* count) {
+  using L = format::chunk_layout<E>;
+  const __m512i first = splat8(std::is_same_v<E, fp16> ? 0 : 1);
+  const __m512i span = splat8(static_cast<int>(E::exponent_mask) - 1 - (std::is_same_v<E, fp16> ? 0 : 1));
+  __m512i acc = _mm512_setzero_si512();
+  std::uint64_t n = 0;
+  for (std::uint64_t i = 0; i < m; i += 64) {
+    const __m512i e = lanes64<E>::load(in + L::elem_size * i, m - i).exp;
+    // counted: first <= e <= exponent_mask - 1
+    const __mmask64 ok = _mm512_cmp_epu8_mask(_mm512_sub_epi8(e, first), span, _MM_CMPINT_LE) & tail_mask(m - i);
+    n += static_cast<std::uint64_t>(_mm_popcnt_u64(ok));
+    acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_mov_epi8(ok, e), _mm512_setzero_si512()));
+  }
+  *sum = static_cast<std::uint64_t>(_mm512_reduce_add_epi64(acc));
+  *count = n;
+}
+
+// Exact histogram top 7. The mean locates the bulk; eleven bins around it (the analytic window,
+// two below and two above) and the zero bin are counted with compares. When everything outside
+// those bins adds up to less than the seventh largest counted bin, no outside exponent can enter
+// the top 7 (nor tie with it), and the counted bins give the reference's table; otherwise all
+// bins are counted.
+template <class E>
+codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m) {
+  using L = format::chunk_layout<E>;
+  constexpr int bins = 11;
+  constexpr int top = static_cast<int>(E::exponent_count) - bins;
+  std::uint64_t sum = 0, count = 0;
+  exponent_sum<E>(in, m, &sum, &count);
+  const int lo = codebook::analytic_gaussian::select<E>(sum, count).exponent[0];
+  const int base = lo - 2 < 1 ? 1 : (lo - 2 > top ? top : lo - 2);
+  std::uint64_t near[bins] = {}, zero = 0;
+  for (std::uint64_t i = 0; i < m; i += 64) {
+    const __mmask64 live = tail_mask(m - i);
+    const __m512i e = lanes64<E>::load(in + L::elem_size * i, m - i).exp;
+    zero += static_cast<std::uint64_t>(_mm_popcnt_u64(_mm512_mask_cmpeq_epi8_mask(live, e, _mm512_setzero_si512())));
+    for (int j = 0; j < bins; ++j)
+      near[j] += static_cast<std::uint64_t>(_mm_popcnt_u64(_mm512_mask_cmpeq_epi8_mask(live, e, splat8(base + j))));
+  }
+  std::uint32_t counts[E::exponent_count] = {};
+  std::uint64_t inside = zero;
+  counts[0] = static_cast<std::uint32_t>(zero);
+  for (int j = 0; j < bins; ++j) {
+    counts[base + j] = static_cast<std::uint32_t>(near[j]);
+    inside += near[j];
+  }
+  const codebook::table t = codebook::histogram::select<E>(counts);
+  std::uint32_t seventh = UINT32_MAX;
+  for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
+  if (m - inside < seventh) return t;
+  return codec_detail::choose_table<E>(codebook::histogram{}, in, m);
+}
+
+template <class E, class Policy>
+codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::uint64_t m) {
+  if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
+    std::uint64_t sum = 0, count = 0;
+    exponent_sum<E>(in, m, &sum, &count);
+    return Policy::template select<E>(sum, count);
+  } else if constexpr (Policy::stat == codebook::statistic::histogram) {
+    static_assert(std::is_same_v<Policy, codebook::histogram>,
+                  "the AVX-512 path knows the histogram policy's selection rule only");
+    return histogram_table<E>(in, m);
+  } else {
+    return policy.entries;
+  }
+}
+
+template <class E, class Policy>
+std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
+                           std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  constexpr unsigned P = L::planes;
+  const std::int64_t budget = L::escape_budget(m);
+  if (budget < 0) return codec_detail::write_stored_chunk<E>(in, m, checksum, out);
+  const codebook::table t = choose_table<E>(policy, in, m);
+  alignas(64) std::uint8_t lut[256];
+  codebook::make_code_lut(t, lut);
+  const code_lookup<E> lookup(lut);
+  std::uint8_t* planes = out + L::planes_offset();
+  std::uint8_t* words = out + L::words_offset(m);
+  std::uint8_t* bytes = out + L::bytes_offset(m);
+  std::uint8_t* escapes = out + L::escapes_offset(m);
+  std::uint64_t n_esc = 0;
+  for (std::uint64_t i = 0; i < m; i += 64) {
+    const std::uint64_t lanes = m - i;
+    const __mmask64 live = tail_mask(lanes);
+    const lanes64<E> s = lanes64<E>::load(in + L::elem_size * i, lanes);
+    const __m512i code = lookup(s.exp);
+    std::uint64_t mask[6] = {_mm512_mask_test_epi8_mask(live, code, splat8(1)),
+                             _mm512_mask_test_epi8_mask(live, code, splat8(2)),
+                             _mm512_mask_test_epi8_mask(live, code, splat8(4)), 0, 0, 0};
+    for (unsigned k = 3; k < P; ++k) mask[k] = s.extra_plane(static_cast<int>(k - 3)) & live;
+    const std::uint64_t esc = ~(mask[0] | mask[1] | mask[2]) & live;
+    if (esc) {
+      const std::uint64_t k = static_cast<std::uint64_t>(_mm_popcnt_u64(esc));
+      if (static_cast<std::int64_t>(n_esc + k) > budget) return codec_detail::write_stored_chunk<E>(in, m, checksum, out);
+      _mm512_mask_storeu_epi8(escapes + n_esc, tail_mask(k), _mm512_maskz_compress_epi8(esc, s.exp));
+      n_esc += k;
+    }
+    std::uint32_t w[12];
+    for (unsigned k = 0; k < P; ++k) {
+      w[k] = static_cast<std::uint32_t>(mask[k]);
+      w[P + k] = static_cast<std::uint32_t>(mask[k] >> 32);
+    }
+    std::memcpy(planes + (i / 32) * P * 4, w, (lanes > 32 ? 2 : 1) * P * 4);
+    s.store_rest(words + L::word_bytes * i, bytes + i, live);
+  }
+  return codec_detail::seal_coded_chunk<E>(m, t, n_esc, checksum, out);
+}
+
+template <class E>
+status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+                    std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  constexpr unsigned P = L::planes;
+  format::chunk_header h;
+  const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h);
+  if (st != status::success) return st;
+  if (h.mode == format::chunk_mode::stored) {
+    std::memcpy(out, chunk + format::chunk_header_bytes, m * L::elem_size);
+    return status::success;
+  }
+  alignas(64) std::uint8_t tab[64] = {};
+  for (unsigned k = 0; k < format::table_size; ++k) tab[1 + k] = h.table[k];
+  const __m512i table = _mm512_load_si512(tab);
+  const std::uint8_t* planes = chunk + L::planes_offset();
+  const std::uint8_t* words = chunk + L::words_offset(m);
+  const std::uint8_t* bytes = chunk + L::bytes_offset(m);
+  const std::uint8_t* escapes = chunk + L::escapes_offset(m);
+  std::uint64_t used = 0;
+  for (std::uint64_t i = 0; i < m; i += 64) {
+    const std::uint64_t lanes = m - i;
+    const __mmask64 live = tail_mask(lanes);
+    std::uint32_t w[12] = {};
+    std::memcpy(w, planes + (i / 32) * P * 4, (lanes > 32 ? 2 : 1) * P * 4);
+    std::uint64_t mask[6] = {};
+    std::uint64_t any = 0;
+    for (unsigned k = 0; k < P; ++k) {
+      mask[k] = w[k] | (std::uint64_t(w[P + k]) << 32);
+      any |= mask[k];
+    }
+    if (any & ~live) return status::corrupt;  // bits in padding lanes
+    const __m512i code = _mm512_or_si512(
+        _mm512_or_si512(_mm512_maskz_mov_epi8(mask[0], splat8(1)), _mm512_maskz_mov_epi8(mask[1], splat8(2))),
+        _mm512_maskz_mov_epi8(mask[2], splat8(4)));
+    __m512i exp = _mm512_permutexvar_epi8(code, table);
+    const std::uint64_t esc = ~(mask[0] | mask[1] | mask[2]) & live;
+    if (esc) {
+      const std::uint64_t k = static_cast<std::uint64_t>(_mm_popcnt_u64(esc));
+      if (used + k > h.escapes) return status::corrupt;
+      const __m512i raw = used + 64 <= h.escapes ? _mm512_maskz_expand_epi8(esc, _mm512_loadu_si512(escapes + used))
+                                                 : _mm512_maskz_expandloadu_epi8(esc, escapes + used);
+      if constexpr (E::exponent_count < 256)
+        if (_mm512_mask_cmpge_epu8_mask(esc, raw, splat8(static_cast<int>(E::exponent_count)))) return status::corrupt;
+      exp = _mm512_mask_mov_epi8(exp, esc, raw);
+      used += k;
+    }
+    lanes64<E>::join(out + L::elem_size * i, lanes, exp, mask + 3, words + L::word_bytes * i, bytes + i);
+  }
+  return used == h.escapes ? status::success : status::corrupt;
+}
+
+}  // namespace zipccl::host::detail::avx512
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
