@@ -58,23 +58,48 @@ inline __m512i select_bits(__m512i mask, __m512i a, __m512i b) { return _mm512_t
 
 inline __m512i splat8(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
 
+// Permutation constants, built once per chunk and kept in registers by the loops.
+struct constants {
+  __m512i even = byte_index(0, 2), odd = byte_index(1, 2);
+  __m512i idx0 = interleave_index(0), idx1 = interleave_index(1);
+};
+
 // One step's worth of a 16-bit type: the low and high bytes of 64 elements.
 struct bytes16 {
   __m512i lo, hi;
 };
-inline bytes16 load16(const std::uint8_t* in, std::uint64_t lanes) {
-  static const __m512i even = byte_index(0, 2), odd = byte_index(1, 2);
-  const __mmask64 m = tail_mask(lanes);
-  const __m512i a = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), in);
-  const __m512i b = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m >> 32), in + 64);
-  return {_mm512_permutex2var_epi8(a, even, b), _mm512_permutex2var_epi8(a, odd, b)};
+// Loads and stores of 64 lanes: plain for whole steps, masked (fault-suppressing) for the tail.
+inline __m512i load_bytes(const std::uint8_t* p, std::uint64_t lanes) {
+  return lanes >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(tail_mask(lanes), p);
 }
-inline void store16(std::uint8_t* out, std::uint64_t lanes, __m512i lo, __m512i hi) {
-  static const __m512i idx0 = interleave_index(0), idx1 = interleave_index(1);
+inline void store_bytes(std::uint8_t* p, std::uint64_t lanes, __m512i v) {
+  if (lanes >= 64) _mm512_storeu_si512(p, v);
+  else _mm512_mask_storeu_epi8(p, tail_mask(lanes), v);
+}
+
+inline bytes16 load16(const constants& c, const std::uint8_t* in, std::uint64_t lanes) {
+  __m512i a, b;
+  if (lanes >= 64) {
+    a = _mm512_loadu_si512(in);
+    b = _mm512_loadu_si512(in + 64);
+  } else {
+    const __mmask64 m = tail_mask(lanes);
+    a = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m), in);
+    b = _mm512_maskz_loadu_epi16(static_cast<__mmask32>(m >> 32), in + 64);
+  }
+  return {_mm512_permutex2var_epi8(a, c.even, b), _mm512_permutex2var_epi8(a, c.odd, b)};
+}
+inline void store16(const constants& c, std::uint8_t* out, std::uint64_t lanes, __m512i lo, __m512i hi) {
+  const __m512i a = _mm512_permutex2var_epi8(lo, c.idx0, hi);
+  if (lanes >= 64) {
+    _mm512_storeu_si512(out, a);
+    _mm512_storeu_si512(out + 64, _mm512_permutex2var_epi8(lo, c.idx1, hi));
+    return;
+  }
   const __mmask64 live = tail_mask(lanes);
-  _mm512_mask_storeu_epi16(out, static_cast<__mmask32>(live), _mm512_permutex2var_epi8(lo, idx0, hi));
+  _mm512_mask_storeu_epi16(out, static_cast<__mmask32>(live), a);
   if (lanes > 32)
-    _mm512_mask_storeu_epi16(out + 64, static_cast<__mmask32>(live >> 32), _mm512_permutex2var_epi8(lo, idx1, hi));
+    _mm512_mask_storeu_epi16(out + 64, static_cast<__mmask32>(live >> 32), _mm512_permutex2var_epi8(lo, c.idx1, hi));
 }
 
 template <class E>
@@ -84,8 +109,8 @@ struct lanes64;
 template <>
 struct lanes64<bf16> {
   __m512i exp, rest;
-  static lanes64 load(const std::uint8_t* in, std::uint64_t lanes) {
-    const bytes16 b = load16(in, lanes);
+  static lanes64 load(const constants& c, const std::uint8_t* in, std::uint64_t lanes) {
+    const bytes16 b = load16(c, in, lanes);
     lanes64 r;
     r.exp = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi16(b.hi, 1), splat8(0xFE)),
                             _mm512_and_si512(_mm512_srli_epi16(b.lo, 7), splat8(1)));
@@ -93,15 +118,13 @@ struct lanes64<bf16> {
     return r;
   }
   std::uint64_t extra_plane(int) const { return 0; }
-  void store_rest(std::uint8_t*, std::uint8_t* bytes, __mmask64 live) const {
-    _mm512_mask_storeu_epi8(bytes, live, rest);
-  }
-  static void join(std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t*, const std::uint8_t*,
+  void store_rest(std::uint8_t*, std::uint8_t* bytes, std::uint64_t lanes) const { store_bytes(bytes, lanes, rest); }
+  static void join(const constants& c, std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t*, const std::uint8_t*,
                    const std::uint8_t* bytes) {
-    const __m512i rest = _mm512_maskz_loadu_epi8(tail_mask(lanes), bytes);
+    const __m512i rest = load_bytes(bytes, lanes);
     const __m512i lo = select_bits(splat8(0x80), _mm512_slli_epi16(exp, 7), rest);
     const __m512i hi = select_bits(splat8(0x80), rest, _mm512_srli_epi16(exp, 1));
-    store16(out, lanes, lo, hi);
+    store16(c, out, lanes, lo, hi);
   }
 };
 
@@ -109,24 +132,24 @@ struct lanes64<bf16> {
 template <>
 struct lanes64<fp16> {
   __m512i exp, lo, hi;
-  static lanes64 load(const std::uint8_t* in, std::uint64_t lanes) {
-    const bytes16 b = load16(in, lanes);
+  static lanes64 load(const constants& c, const std::uint8_t* in, std::uint64_t lanes) {
+    const bytes16 b = load16(c, in, lanes);
     return {_mm512_and_si512(_mm512_srli_epi16(b.hi, 2), splat8(0x1F)), b.lo, b.hi};
   }
   std::uint64_t extra_plane(int k) const {
     return k == 0 ? _mm512_test_epi8_mask(hi, splat8(1)) : k == 1 ? _mm512_test_epi8_mask(hi, splat8(2))
                                                                   : _mm512_movepi8_mask(hi);
   }
-  void store_rest(std::uint8_t*, std::uint8_t* bytes, __mmask64 live) const { _mm512_mask_storeu_epi8(bytes, live, lo); }
-  static void join(std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t* extra, const std::uint8_t*,
+  void store_rest(std::uint8_t*, std::uint8_t* bytes, std::uint64_t lanes) const { store_bytes(bytes, lanes, lo); }
+  static void join(const constants& c, std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t* extra, const std::uint8_t*,
                    const std::uint8_t* bytes) {
-    const __m512i lo = _mm512_maskz_loadu_epi8(tail_mask(lanes), bytes);
+    const __m512i lo = load_bytes(bytes, lanes);
     // exp < 32, so a 16-bit shift by 2 keeps each byte's bits inside it
     __m512i hi = _mm512_slli_epi16(exp, 2);
     hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(extra[0], splat8(1)));
     hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(extra[1], splat8(2)));
     hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(extra[2], splat8(0x80)));
-    store16(out, lanes, lo, hi);
+    store16(c, out, lanes, lo, hi);
   }
 };
 
@@ -135,11 +158,13 @@ template <>
 struct lanes64<fp32> {
   __m512i exp, v[4];
   std::uint64_t lanes;
-  static lanes64 load(const std::uint8_t* in, std::uint64_t lanes) {
+  static lanes64 load(const constants&, const std::uint8_t* in, std::uint64_t lanes) {
     lanes64 r;
     r.lanes = lanes;
     const __mmask64 m = tail_mask(lanes);
-    for (int q = 0; q < 4; ++q) r.v[q] = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(m >> (16 * q)), in + 64 * q);
+    for (int q = 0; q < 4; ++q)
+      r.v[q] = lanes >= 64 ? _mm512_loadu_si512(in + 64 * q)
+                           : _mm512_maskz_loadu_epi32(static_cast<__mmask16>(m >> (16 * q)), in + 64 * q);
     const __m128i e0 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[0], 23));
     const __m128i e1 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[1], 23));
     const __m128i e2 = _mm512_cvtepi32_epi8(_mm512_srli_epi32(r.v[2], 23));
@@ -148,7 +173,7 @@ struct lanes64<fp32> {
     return r;
   }
   std::uint64_t extra_plane(int) const { return 0; }
-  void store_rest(std::uint8_t* words, std::uint8_t* bytes, __mmask64) const {
+  void store_rest(std::uint8_t* words, std::uint8_t* bytes, std::uint64_t) const {
     const __m512i top = _mm512_set1_epi32(0x80);
     for (int q = 0; q < 4; ++q) {
       if (lanes <= 16u * q) break;
@@ -158,7 +183,7 @@ struct lanes64<fp32> {
       _mm512_mask_cvtepi32_storeu_epi8(bytes + 16 * q, m, b);
     }
   }
-  static void join(std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t*, const std::uint8_t* words,
+  static void join(const constants&, std::uint8_t* out, std::uint64_t lanes, __m512i exp, const std::uint64_t*, const std::uint8_t* words,
                    const std::uint8_t* bytes) {
     for (int q = 0; q < 4; ++q) {
       if (lanes <= 16u * q) break;
@@ -207,10 +232,11 @@ void exponent_sum(const std::uint8_t* in, std::uint64_t m, std::uint64_t* sum, s
   using L = format::chunk_layout<E>;
   const __m512i first = splat8(std::is_same_v<E, fp16> ? 0 : 1);
   const __m512i span = splat8(static_cast<int>(E::exponent_mask) - 1 - (std::is_same_v<E, fp16> ? 0 : 1));
+  const constants c;
   __m512i acc = _mm512_setzero_si512();
   std::uint64_t n = 0;
   for (std::uint64_t i = 0; i < m; i += 64) {
-    const __m512i e = lanes64<E>::load(in + L::elem_size * i, m - i).exp;
+    const __m512i e = lanes64<E>::load(c, in + L::elem_size * i, m - i).exp;
     // counted: first <= e <= exponent_mask - 1
     const __mmask64 ok = _mm512_cmp_epu8_mask(_mm512_sub_epi8(e, first), span, _MM_CMPINT_LE) & tail_mask(m - i);
     n += static_cast<std::uint64_t>(_mm_popcnt_u64(ok));
@@ -220,40 +246,64 @@ void exponent_sum(const std::uint8_t* in, std::uint64_t m, std::uint64_t* sum, s
   *count = n;
 }
 
-// Exact histogram top 7. The mean locates the bulk; eleven bins around it (the analytic window,
-// two below and two above) and the zero bin are counted with compares. When everything outside
-// those bins adds up to less than the seventh largest counted bin, no outside exponent can enter
-// the top 7 (nor tie with it), and the counted bins give the reference's table; otherwise all
-// bins are counted.
-template <class E>
-codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m) {
+// Counts, for every live lane, exponent values base .. base + bins - 1 and zero.
+template <class E, int bins>
+void count_bins(const std::uint8_t* in, std::uint64_t m, int base, std::uint64_t* near, std::uint64_t* zero) {
   using L = format::chunk_layout<E>;
-  constexpr int bins = 11;
-  constexpr int top = static_cast<int>(E::exponent_count) - bins;
-  std::uint64_t sum = 0, count = 0;
-  exponent_sum<E>(in, m, &sum, &count);
-  const int lo = codebook::analytic_gaussian::select<E>(sum, count).exponent[0];
-  const int base = lo - 2 < 1 ? 1 : (lo - 2 > top ? top : lo - 2);
-  std::uint64_t near[bins] = {}, zero = 0;
+  const constants c;
   for (std::uint64_t i = 0; i < m; i += 64) {
     const __mmask64 live = tail_mask(m - i);
-    const __m512i e = lanes64<E>::load(in + L::elem_size * i, m - i).exp;
-    zero += static_cast<std::uint64_t>(_mm_popcnt_u64(_mm512_mask_cmpeq_epi8_mask(live, e, _mm512_setzero_si512())));
+    const __m512i e = lanes64<E>::load(c, in + L::elem_size * i, m - i).exp;
+    *zero += static_cast<std::uint64_t>(_mm_popcnt_u64(_mm512_mask_cmpeq_epi8_mask(live, e, _mm512_setzero_si512())));
     for (int j = 0; j < bins; ++j)
       near[j] += static_cast<std::uint64_t>(_mm_popcnt_u64(_mm512_mask_cmpeq_epi8_mask(live, e, splat8(base + j))));
   }
+}
+
+// Exact histogram top 7. fp16 has 32 exponents: all are counted with compares. For bf16 and fp32
+// the mean locates the bulk; eleven bins around it (the analytic window, two below and two above)
+// and the zero bin are counted. When everything outside those bins adds up to less than the
+// seventh largest counted bin, no outside exponent can enter the top 7 (nor tie with it), and the
+// counted bins give the reference's table; otherwise a full histogram is counted.
+template <class E>
+codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m) {
+  using L = format::chunk_layout<E>;
   std::uint32_t counts[E::exponent_count] = {};
-  std::uint64_t inside = zero;
-  counts[0] = static_cast<std::uint32_t>(zero);
-  for (int j = 0; j < bins; ++j) {
-    counts[base + j] = static_cast<std::uint32_t>(near[j]);
-    inside += near[j];
+  if constexpr (E::exponent_count <= 32) {
+    std::uint64_t all[E::exponent_count - 1] = {}, zero = 0;
+    count_bins<E, E::exponent_count - 1>(in, m, 1, all, &zero);
+    counts[0] = static_cast<std::uint32_t>(zero);
+    for (unsigned e = 1; e < E::exponent_count; ++e) counts[e] = static_cast<std::uint32_t>(all[e - 1]);
+    return codebook::histogram::select<E>(counts);
+  } else {
+    constexpr int bins = 11;
+    constexpr int top = static_cast<int>(E::exponent_count) - bins;
+    std::uint64_t sum = 0, count = 0;
+    exponent_sum<E>(in, m, &sum, &count);
+    const int lo = codebook::analytic_gaussian::select<E>(sum, count).exponent[0];
+    const int base = lo - 2 < 1 ? 1 : (lo - 2 > top ? top : lo - 2);
+    std::uint64_t near[bins] = {}, zero = 0;
+    count_bins<E, bins>(in, m, base, near, &zero);
+    std::uint64_t inside = zero;
+    counts[0] = static_cast<std::uint32_t>(zero);
+    for (int j = 0; j < bins; ++j) {
+      counts[base + j] = static_cast<std::uint32_t>(near[j]);
+      inside += near[j];
+    }
+    const codebook::table t = codebook::histogram::select<E>(counts);
+    std::uint32_t seventh = UINT32_MAX;
+    for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
+    if (m - inside < seventh) return t;
+    // Full count, four interleaved tables to keep increments of equal bins apart.
+    std::uint32_t sub[4][E::exponent_count] = {};
+    using bits_type = typename E::bits_type;
+    std::uint64_t i = 0;
+    for (; i + 4 <= m; i += 4)
+      for (int k = 0; k < 4; ++k) ++sub[k][E::exponent(format::load_le<bits_type>(in + L::elem_size * (i + k)))];
+    for (; i < m; ++i) ++sub[0][E::exponent(format::load_le<bits_type>(in + L::elem_size * i))];
+    for (unsigned e = 0; e < E::exponent_count; ++e) counts[e] = sub[0][e] + sub[1][e] + sub[2][e] + sub[3][e];
+    return codebook::histogram::select<E>(counts);
   }
-  const codebook::table t = codebook::histogram::select<E>(counts);
-  std::uint32_t seventh = UINT32_MAX;
-  for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
-  if (m - inside < seventh) return t;
-  return codec_detail::choose_table<E>(codebook::histogram{}, in, m);
 }
 
 template <class E, class Policy>
@@ -282,6 +332,7 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
   alignas(64) std::uint8_t lut[256];
   codebook::make_code_lut(t, lut);
   const code_lookup<E> lookup(lut);
+  const constants c;
   std::uint8_t* planes = out + L::planes_offset();
   std::uint8_t* words = out + L::words_offset(m);
   std::uint8_t* bytes = out + L::bytes_offset(m);
@@ -290,7 +341,7 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
   for (std::uint64_t i = 0; i < m; i += 64) {
     const std::uint64_t lanes = m - i;
     const __mmask64 live = tail_mask(lanes);
-    const lanes64<E> s = lanes64<E>::load(in + L::elem_size * i, lanes);
+    const lanes64<E> s = lanes64<E>::load(c, in + L::elem_size * i, lanes);
     const __m512i code = lookup(s.exp);
     std::uint64_t mask[6] = {_mm512_mask_test_epi8_mask(live, code, splat8(1)),
                              _mm512_mask_test_epi8_mask(live, code, splat8(2)),
@@ -303,13 +354,12 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
       _mm512_mask_storeu_epi8(escapes + n_esc, tail_mask(k), _mm512_maskz_compress_epi8(esc, s.exp));
       n_esc += k;
     }
-    std::uint32_t w[12];
-    for (unsigned k = 0; k < P; ++k) {
-      w[k] = static_cast<std::uint32_t>(mask[k]);
-      w[P + k] = static_cast<std::uint32_t>(mask[k] >> 32);
-    }
-    std::memcpy(planes + (i / 32) * P * 4, w, (lanes > 32 ? 2 : 1) * P * 4);
-    s.store_rest(words + L::word_bytes * i, bytes + i, live);
+    std::uint8_t* gp = planes + (i / 32) * P * 4;
+    for (unsigned k = 0; k < P; ++k) format::store_le<std::uint32_t>(gp + 4 * k, static_cast<std::uint32_t>(mask[k]));
+    if (lanes > 32)
+      for (unsigned k = 0; k < P; ++k)
+        format::store_le<std::uint32_t>(gp + 4 * (P + k), static_cast<std::uint32_t>(mask[k] >> 32));
+    s.store_rest(words + L::word_bytes * i, bytes + i, lanes);
   }
   return codec_detail::seal_coded_chunk<E>(m, t, n_esc, checksum, out);
 }
@@ -329,6 +379,7 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
   alignas(64) std::uint8_t tab[64] = {};
   for (unsigned k = 0; k < format::table_size; ++k) tab[1 + k] = h.table[k];
   const __m512i table = _mm512_load_si512(tab);
+  const constants c;
   const std::uint8_t* planes = chunk + L::planes_offset();
   const std::uint8_t* words = chunk + L::words_offset(m);
   const std::uint8_t* bytes = chunk + L::bytes_offset(m);
@@ -337,12 +388,12 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
   for (std::uint64_t i = 0; i < m; i += 64) {
     const std::uint64_t lanes = m - i;
     const __mmask64 live = tail_mask(lanes);
-    std::uint32_t w[12] = {};
-    std::memcpy(w, planes + (i / 32) * P * 4, (lanes > 32 ? 2 : 1) * P * 4);
+    const std::uint8_t* gp = planes + (i / 32) * P * 4;
     std::uint64_t mask[6] = {};
     std::uint64_t any = 0;
     for (unsigned k = 0; k < P; ++k) {
-      mask[k] = w[k] | (std::uint64_t(w[P + k]) << 32);
+      mask[k] = format::load_le<std::uint32_t>(gp + 4 * k);
+      if (lanes > 32) mask[k] |= std::uint64_t(format::load_le<std::uint32_t>(gp + 4 * (P + k))) << 32;
       any |= mask[k];
     }
     if (any & ~live) return status::corrupt;  // bits in padding lanes
@@ -361,7 +412,7 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
       exp = _mm512_mask_mov_epi8(exp, esc, raw);
       used += k;
     }
-    lanes64<E>::join(out + L::elem_size * i, lanes, exp, mask + 3, words + L::word_bytes * i, bytes + i);
+    lanes64<E>::join(c, out + L::elem_size * i, lanes, exp, mask + 3, words + L::word_bytes * i, bytes + i);
   }
   return used == h.escapes ? status::success : status::corrupt;
 }
