@@ -66,7 +66,7 @@ struct is_element : std::bool_constant<std::is_same_v<T, bf16> || std::is_same_v
 template <class T>
 inline constexpr bool is_element_v = is_element<T>::value;
 
-inline constexpr const char* dtype_name(dtype d) {
+ZIPCCL_HOST_DEVICE constexpr const char* dtype_name(dtype d) {
   switch (d) {
     case dtype::bf16: return "bf16";
     case dtype::fp16: return "fp16";
@@ -74,7 +74,7 @@ inline constexpr const char* dtype_name(dtype d) {
   }
   return "unknown";
 }
-inline constexpr unsigned dtype_size(dtype d) {
+ZIPCCL_HOST_DEVICE constexpr unsigned dtype_size(dtype d) {
   return d == dtype::fp32 ? 4u : (d == dtype::bf16 || d == dtype::fp16) ? 2u : 0u;
 }
 

@@ -20,6 +20,7 @@ enum class status : int {
   corrupt = 6,               // a field or offset is inconsistent
   checksum_mismatch = 7,     // a header or chunk check value does not match its bytes
   type_mismatch = 8,         // the stream holds a different element type than requested
+  cuda_error = 9,            // a CUDA runtime call failed (device executor)
 };
 
 ZIPCCL_HOST_DEVICE const char* to_string(status s) {
@@ -33,6 +34,7 @@ ZIPCCL_HOST_DEVICE const char* to_string(status s) {
     case status::corrupt: return "corrupt stream";
     case status::checksum_mismatch: return "checksum mismatch";
     case status::type_mismatch: return "element type mismatch";
+    case status::cuda_error: return "CUDA runtime error";
   }
   return "unknown status";
 }

@@ -185,35 +185,47 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint6
   return seal_coded_chunk<E>(m, t, n_esc, checksum, out);
 }
 
-// Validates the chunk header against the chunk's span; on success *h holds it.
+// The rules a chunk header must meet for a chunk of m elements spanning `span` bytes (everything
+// but the check value and the padding bytes).
 template <class E>
-ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
-                                      bool checksum, format::chunk_header* h) {
+ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std::uint64_t span, std::uint64_t m) {
   using L = format::chunk_layout<E>;
   if (span < format::chunk_header_bytes || span % format::alignment != 0) return status::corrupt;
-  const format::chunk_header r = format::read_chunk_header(chunk);
   if (r.mode == format::chunk_mode::stored) {
-    if (span != L::stored_bytes(m)) return status::corrupt;
+    if (span != L::stored_bytes(m) || r.escapes != 0) return status::corrupt;
+    for (unsigned i = 0; i < format::table_size; ++i)
+      if (r.table[i] != 0) return status::corrupt;
   } else if (r.mode == format::chunk_mode::coded) {
     if (L::escape_budget(m) < 0 || r.escapes > static_cast<std::uint64_t>(L::escape_budget(m)))
       return status::corrupt;
     if (span != L::coded_bytes(m, r.escapes)) return status::corrupt;
+    for (unsigned i = 0; i < format::table_size; ++i)
+      if (r.table[i] >= E::exponent_count) return status::corrupt;
   } else {
     return status::corrupt;
   }
+  return status::success;
+}
+
+// Where a valid chunk's content ends and its zero padding starts.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, std::uint64_t m) {
+  using L = format::chunk_layout<E>;
+  return r.mode == format::chunk_mode::stored ? format::chunk_header_bytes + m * L::elem_size
+                                              : L::escapes_offset(m) + r.escapes;
+}
+
+// Validates a whole chunk: header rules, check value, zero padding. On success *h holds the header.
+template <class E>
+ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
+                                      bool checksum, format::chunk_header* h) {
+  if (span < format::chunk_header_bytes) return status::corrupt;
+  const format::chunk_header r = format::read_chunk_header(chunk);
+  const status s = check_chunk_header<E>(r, span, m);
+  if (s != status::success) return s;
   if (format::chunk_check(chunk, span, checksum) != r.check) return status::checksum_mismatch;
-  if (r.mode == format::chunk_mode::stored) {
-    for (unsigned i = 0; i < format::table_size; ++i)
-      if (r.table[i] != 0) return status::corrupt;
-    if (r.escapes != 0) return status::corrupt;
-    for (std::uint64_t p = format::chunk_header_bytes + m * L::elem_size; p < span; ++p)
-      if (chunk[p] != 0) return status::corrupt;
-  } else {
-    for (unsigned i = 0; i < format::table_size; ++i)
-      if (r.table[i] >= E::exponent_count) return status::corrupt;
-    for (std::uint64_t p = L::escapes_offset(m) + r.escapes; p < span; ++p)
-      if (chunk[p] != 0) return status::corrupt;
-  }
+  for (std::uint64_t p = chunk_content_end<E>(r, m); p < span; ++p)
+    if (chunk[p] != 0) return status::corrupt;
   *h = r;
   return status::success;
 }

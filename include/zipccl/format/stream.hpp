@@ -20,7 +20,7 @@ namespace zipccl {
 // not depend on it: every coded chunk carries its own table.
 enum class codebook_kind : std::uint8_t { analytic_gaussian = 1, histogram = 2, fixed = 3 };
 
-inline constexpr const char* codebook_name(codebook_kind k) {
+ZIPCCL_HOST_DEVICE constexpr const char* codebook_name(codebook_kind k) {
   switch (k) {
     case codebook_kind::analytic_gaussian: return "analytic";
     case codebook_kind::histogram: return "histogram";
@@ -103,9 +103,8 @@ ZIPCCL_HOST_DEVICE std::uint64_t header_hash(const std::uint8_t* stream, std::ui
   return hash_finish(s, 5 + chunks);
 }
 
-// Writes the 48 header bytes. The directory (chunks entries) must already be in place after it,
-// because the header hash covers it; the padding up to data_offset() is zeroed here.
-ZIPCCL_HOST_DEVICE void write_header(std::uint8_t* out, const stream_header& h) {
+// Writes header bytes 0..39 (everything but the hash).
+ZIPCCL_HOST_DEVICE void write_header_fields(std::uint8_t* out, const stream_header& h) {
   store_le<std::uint32_t>(out, magic_word);
   store_le<std::uint16_t>(out + 4, version);
   out[6] = static_cast<std::uint8_t>(h.type);
@@ -116,15 +115,26 @@ ZIPCCL_HOST_DEVICE void write_header(std::uint8_t* out, const stream_header& h) 
   store_le<std::uint64_t>(out + 24, h.total_bytes);
   store_le<std::uint32_t>(out + 32, h.chunks);
   store_le<std::uint32_t>(out + 36, 0u);
-  for (std::uint64_t p = header_bytes + directory_entry_bytes * h.chunks; p < data_offset(h.chunks); ++p)
-    out[p] = 0;
-  store_le<std::uint64_t>(out + 40, header_hash(out, h.chunks));
 }
 
-// Reads and validates the header, the directory's hash and its padding. in_bytes is how many bytes
-// the caller holds; a stream longer than that is reported as truncated.
-ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_bytes,
-                                      stream_header* h) {
+// Stores the header hash, given the sum of the directory's hash terms (hash_sum(directory, 5, C),
+// which a device executor forms in parallel).
+ZIPCCL_HOST_DEVICE void finish_header(std::uint8_t* out, std::uint64_t directory_sum, std::uint64_t chunks) {
+  store_le<std::uint64_t>(out + 40, hash_finish(hash_sum(out, 0, 5) + directory_sum, 5 + chunks));
+}
+
+// Writes the 48 header bytes. The directory (chunks entries) must already be in place after it,
+// because the header hash covers it; the padding up to data_offset() is zeroed here.
+ZIPCCL_HOST_DEVICE void write_header(std::uint8_t* out, const stream_header& h) {
+  write_header_fields(out, h);
+  for (std::uint64_t p = header_bytes + directory_entry_bytes * h.chunks; p < data_offset(h.chunks); ++p)
+    out[p] = 0;
+  finish_header(out, hash_sum(out + header_bytes, 5, h.chunks), h.chunks);
+}
+
+// Reads the header and checks every rule of its own fields; in_bytes is how many bytes the caller
+// holds. Does not look at the directory: read_header() below adds its hash and padding.
+ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_bytes, stream_header* h) {
   if (in == nullptr && in_bytes != 0) return status::invalid_argument;
   if (in_bytes < 8) {
     for (std::uint64_t i = 0; i < in_bytes && i < 4; ++i)
@@ -151,13 +161,21 @@ ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_b
   if (chunk_count(r.count, r.chunk_elems) != r.chunks) return status::corrupt;
   const std::uint64_t data = data_offset(r.chunks);
   if (r.total_bytes < data || r.total_bytes % alignment != 0) return status::corrupt;
-  // The largest chunk holds at most chunk_elems * 4 bytes, so this is a loose sanity check that
-  // keeps every later sum far from overflow.
-  if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems))
-    return status::corrupt;
+  // Every chunk holds at most chunk_elems * 4 bytes, so this also keeps later sums from overflowing.
+  if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems)) return status::corrupt;
   if (in_bytes < data) return status::truncated;
+  *h = r;
+  return status::success;
+}
+
+// Reads and validates the header, the directory's hash and its padding. A stream longer than
+// in_bytes is reported as truncated.
+ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_bytes, stream_header* h) {
+  stream_header r;
+  const status s = parse_header(in, in_bytes, &r);
+  if (s != status::success) return s;
   if (load_le<std::uint64_t>(in + 40) != header_hash(in, r.chunks)) return status::checksum_mismatch;
-  for (std::uint64_t p = header_bytes + directory_entry_bytes * r.chunks; p < data; ++p)
+  for (std::uint64_t p = header_bytes + directory_entry_bytes * r.chunks; p < data_offset(r.chunks); ++p)
     if (in[p] != 0) return status::corrupt;
   if (in_bytes < r.total_bytes) return status::truncated;
   *h = r;

@@ -1,0 +1,147 @@
+// Device codec throughput, timed with CUDA events (manual time), beside a device-to-device copy of
+// the same bytes as the bandwidth ceiling. Needs a GPU.
+//
+//   build/bin/bench_cuda_codec --benchmark_counters_tabular=true
+//
+// Counters: bytes_per_second counts uncompressed bytes; `of_copy` is the throughput over the
+// copy's, where the copy's is also counted in bytes of input per second (so 1.0 means as fast as
+// moving the data once); `ratio` is uncompressed / compressed.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <zipccl/cuda/codec.cuh>
+
+#include "support/test_data.hpp"
+
+namespace {
+
+using tuning = zipccl::cuda::default_tuning;
+
+struct device_mem {
+  void* p = nullptr;
+  explicit device_mem(std::size_t n) {
+    if (cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
+  }
+  ~device_mem() { cudaFree(p); }
+};
+
+// Median-free simple timing: CUDA events around `reps` launches after one warm-up.
+template <class F>
+double time_ms(F&& f, int reps) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  f();
+  cudaEventRecord(a);
+  for (int i = 0; i < reps; ++i) f();
+  cudaEventRecord(b);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return ms / reps;
+}
+
+std::map<std::size_t, double> copy_rate;  // bytes of input per second of a D2D copy
+
+// Fills a device buffer with near-Gaussian data of element type E (generated once on the host,
+// repeated to the size).
+template <class E>
+void fill(void* dst, std::uint64_t n) {
+  const auto tile = zipccl::testing::make_tensor<E>(1 << 20, 1.0);
+  std::vector<typename E::bits_type> host(n);
+  for (std::uint64_t i = 0; i < n; ++i) host[i] = tile[(i * 7919u) & ((1u << 20) - 1)];
+  cudaMemcpy(dst, host.data(), n * sizeof(host[0]), cudaMemcpyHostToDevice);
+}
+
+void bm_copy(benchmark::State& state) {
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0)) << 20;
+  device_mem a(bytes), b(bytes);
+  double ms = 0;
+  for (auto _ : state) {
+    ms = time_ms([&] { cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice); }, 10);
+    state.SetIterationTime(ms / 1e3);
+  }
+  copy_rate[bytes] = bytes / (ms / 1e3);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.counters["read_plus_write_TBps"] = 2.0 * bytes / (ms / 1e3) / 1e12;
+}
+
+template <class Codec, bool Decompress>
+void bm_codec(benchmark::State& state) {
+  using E = typename Codec::element_type;
+  const std::size_t bytes = static_cast<std::size_t>(state.range(0)) << 20;
+  const std::uint64_t n = bytes / Codec::element_size;
+  const std::uint64_t cap = zipccl::cuda::max_compressed_size<Codec, tuning>(n);
+  device_mem in(bytes), out(cap), back(bytes), size(8), st(sizeof(zipccl::status));
+  if (!in.p || !out.p || !back.p) return state.SkipWithError("cudaMalloc failed");
+  fill<E>(in.p, n);
+  std::size_t ct = 0, dt = 0;
+  zipccl::cuda::compress<Codec, tuning>(nullptr, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0);
+  zipccl::cuda::decompress<E, tuning>(nullptr, dt, out.p, cap, back.p, bytes, static_cast<zipccl::status*>(st.p), 0);
+  device_mem ctemp(ct), dtemp(dt);
+  auto comp = [&] {
+    zipccl::cuda::compress<Codec, tuning>(ctemp.p, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0);
+  };
+  comp();
+  std::uint64_t stream_bytes = 0;
+  cudaMemcpy(&stream_bytes, size.p, 8, cudaMemcpyDeviceToHost);
+  auto decomp = [&] {
+    zipccl::cuda::decompress<E, tuning>(dtemp.p, dt, out.p, stream_bytes, back.p, bytes,
+                                        static_cast<zipccl::status*>(st.p), 0);
+  };
+  double ms = 0;
+  for (auto _ : state) {
+    ms = Decompress ? time_ms(decomp, 10) : time_ms(comp, 10);
+    state.SetIterationTime(ms / 1e3);
+  }
+  zipccl::status s = zipccl::status::corrupt;
+  cudaMemcpy(&s, st.p, sizeof(s), cudaMemcpyDeviceToHost);
+  if (Decompress && s != zipccl::status::success) return state.SkipWithError(zipccl::to_string(s));
+  if (cudaGetLastError() != cudaSuccess) return state.SkipWithError("CUDA error");
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.counters["ratio"] = static_cast<double>(bytes) / static_cast<double>(stream_bytes);
+  state.counters["TBps"] = bytes / (ms / 1e3) / 1e12;
+  if (copy_rate.count(bytes)) state.counters["of_copy"] = bytes / (ms / 1e3) / copy_rate[bytes];
+}
+
+template <class Codec>
+void register_codec(const std::string& name, const std::vector<long>& sizes_mib) {
+  for (long mib : sizes_mib) {
+    benchmark::RegisterBenchmark((name + "/compress").c_str(), bm_codec<Codec, false>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+    benchmark::RegisterBenchmark((name + "/decompress").c_str(), bm_codec<Codec, true>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: skipped\n");
+    return 0;
+  }
+  using namespace zipccl;
+  const std::vector<long> all = {1, 4, 16, 64, 256, 1024}, one = {4, 256};
+  for (long mib : all)
+    benchmark::RegisterBenchmark("copy", bm_copy)->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  register_codec<codec<bf16, codebook::analytic_gaussian>>("bf16/analytic", all);
+  register_codec<codec<bf16, codebook::histogram>>("bf16/histogram", all);
+  register_codec<codec<bf16, codebook::fixed>>("bf16/fixed", one);
+  register_codec<codec<fp16, codebook::analytic_gaussian>>("fp16/analytic", one);
+  register_codec<codec<fp16, codebook::histogram>>("fp16/histogram", one);
+  register_codec<codec<fp32, codebook::analytic_gaussian>>("fp32/analytic", one);
+  register_codec<codec<fp32, codebook::histogram>>("fp32/histogram", one);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
+#   1. builds the device tests and benchmarks for that GPU's architecture;
+#   2. runs the gpu-labelled tests;
+#   3. runs compute-sanitizer memcheck and racecheck on a small case;
+#   4. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy);
+#   5. prints a short summary table last.
+# Logs and the benchmark JSON go to $OUT (or build-gpu/out).
+#
+# The lent machine cannot install packages. Before the call, on the development machine, run
+#   scripts/gpu-check.sh --prepare
+# which copies Catch2 and Google Benchmark into .gpu-deps/ (git-ignored); carry that folder.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then
+  rm -rf .gpu-deps && mkdir -p .gpu-deps/include .gpu-deps/lib/cmake .gpu-deps/lib/x86_64-linux-gnu/cmake
+  cp -r /usr/include/catch2 /usr/include/benchmark .gpu-deps/include/
+  cp -r /usr/lib/cmake/Catch2 .gpu-deps/lib/cmake/
+  cp -r /usr/lib/x86_64-linux-gnu/cmake/benchmark .gpu-deps/lib/x86_64-linux-gnu/cmake/
+  cp -a /usr/lib/libCatch2WithMain.a .gpu-deps/lib/
+  cp -a /usr/lib/x86_64-linux-gnu/libbenchmark.so* /usr/lib/x86_64-linux-gnu/libbenchmark_main.a \
+    .gpu-deps/lib/x86_64-linux-gnu/
+  du -sh .gpu-deps
+  exit 0
+fi
+
+out=${OUT:-build-gpu/out}
+mkdir -p "$out"
+start=$(date +%s)
+summary=()
+note() { summary+=("$1"); }
+elapsed() { echo $(( $(date +%s) - start ))s; }
+
+gpu=$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null | head -1)
+arch=$(echo "$gpu" | awk -F', ' '{print $2}' | tr -d .)
+[ -n "$arch" ] || { echo "gpu-check: no NVIDIA GPU found"; exit 1; }
+echo "gpu-check: $gpu, building for sm_$arch"
+
+prefix=()
+[ -d .gpu-deps ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps") &&
+  export LD_LIBRARY_PATH="$PWD/.gpu-deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  -DZIPCCL_BUILD_EXAMPLES=OFF -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
+  { tail -20 "$out/configure.log"; echo "gpu-check: configure failed"; exit 1; }
+targets=(test_cuda_codec test_cuda_chunk_codec)
+cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
+  { grep -E "error" "$out/build.log" | head -20; echo "gpu-check: build failed"; exit 1; }
+note "build (sm_$arch)|ok|$(elapsed)"
+bench_built=0
+cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec >>"$out/build.log" 2>&1 && bench_built=1
+
+# gpu-labelled tests (the 1 GiB case included)
+if (cd build-gpu && ctest -L gpu --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1); then
+  note "gpu tests|pass|$(grep -E 'tests passed' "$out/ctest.log" | tail -1)"
+else
+  note "gpu tests|FAIL|see ctest.log"
+  grep -E "FAILED|failed|Error" "$out/ctest.log" | head -20
+fi
+
+# compute-sanitizer on a small case
+for tool in memcheck racecheck; do
+  if timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
+      "device compress and decompress under CUDA graph capture" >"$out/sanitizer-$tool.log" 2>&1; then
+    note "compute-sanitizer $tool|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool.log" | tail -1)"
+  else
+    note "compute-sanitizer $tool|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool.log" | tail -1)"
+  fi
+done
+
+# benchmarks
+if [ $bench_built = 1 ]; then
+  timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
+    >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
+else
+  note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
+fi
+
+echo
+echo "GPU: $gpu   total $(elapsed)"
+printf '%-28s %-6s %s\n' "check" "result" "detail"
+for row in "${summary[@]}"; do IFS='|' read -r a b c <<<"$row"; printf '%-28s %-6s %s\n' "$a" "$b" "$c"; done
+if [ -f "$out/bench_cuda.json" ]; then
+  python3 - "$out/bench_cuda.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["benchmarks"]
+print("\n%-28s %8s %8s %8s %7s" % ("benchmark (MiB)", "TB/s", "of copy", "ratio", ""))
+for r in rows:
+    if r.get("error_occurred"):
+        print("%-28s %s" % (r["name"], r.get("error_message", "error"))); continue
+    tb = r.get("TBps", r.get("read_plus_write_TBps", 0))
+    print("%-28s %8.3f %8s %8s" % (r["name"].replace("/manual_time", "").replace("/iterations:3", ""), tb,
+          "%.2f" % r["of_copy"] if "of_copy" in r else "", "%.3f" % r["ratio"] if "ratio" in r else ""))
+PY
+fi

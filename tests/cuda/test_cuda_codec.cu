@@ -1,0 +1,205 @@
+// Device executor (cuda/compress.cuh, cuda/decompress.cuh) against the host executor: the same
+// bytes for every element type x codebook x size class, streams decoded across executors,
+// corrupt and truncated input reported without out-of-bounds writes, and CUDA graph capture.
+// Needs a GPU; without one it exits with the skip code 77.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <zipccl/cuda/codec.cuh>
+
+#include "../support/codecs.hpp"
+#include "../support/test_data.hpp"
+
+using namespace zipccl;
+
+#define CUDA_OK(x) REQUIRE((x) == cudaSuccess)
+
+namespace {
+
+using tuning = zipccl::cuda::default_tuning;
+constexpr std::uint32_t chunk = tuning::chunk_elems;
+
+template <class T>
+struct device_buffer {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit device_buffer(std::size_t count) : n(count) { REQUIRE(cudaMalloc(&p, count * sizeof(T) + 1) == cudaSuccess); }
+  ~device_buffer() { cudaFree(p); }
+  std::vector<T> get(std::size_t count) const {
+    std::vector<T> v(count);
+    if (count) REQUIRE(cudaMemcpy(v.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return v;
+  }
+  void put(const T* src, std::size_t count) {
+    if (count) REQUIRE(cudaMemcpy(p, src, count * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+};
+
+template <class Codec>
+std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, bool checksum,
+                                          const typename Codec::codebook_type& cb) {
+  const std::uint64_t bytes_in = n * Codec::element_size;
+  device_buffer<std::uint8_t> in(bytes_in), out(zipccl::cuda::max_compressed_size<Codec, tuning>(n));
+  device_buffer<std::uint64_t> size(1);
+  in.put(static_cast<const std::uint8_t*>(host_in), bytes_in);
+  std::size_t temp_bytes = 0;
+  REQUIRE(zipccl::cuda::compress<Codec, tuning>(nullptr, temp_bytes, in.p, n, out.p, out.n, size.p, 0) == status::success);
+  device_buffer<std::uint8_t> temp(temp_bytes);
+  zipccl::cuda::compress_options opt;
+  opt.checksum = checksum;
+  REQUIRE(zipccl::cuda::compress<Codec, tuning>(temp.p, temp_bytes, in.p, n, out.p, out.n, size.p, 0, opt, cb) ==
+          status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const std::uint64_t bytes = size.get(1)[0];
+  REQUIRE(bytes <= out.n);
+  return out.get(bytes);
+}
+
+// Decodes a stream on the device; returns the status and fills `back` (n elements).
+template <class E>
+status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t len, std::uint64_t n,
+                         std::vector<std::uint8_t>* back) {
+  const std::size_t out_bytes = n * sizeof(typename E::bits_type);
+  device_buffer<std::uint8_t> in(stream.size()), out(out_bytes + 256);
+  device_buffer<status> st(1);
+  device_buffer<std::uint64_t> count(1);
+  in.put(stream.data(), stream.size());
+  CUDA_OK(cudaMemset(out.p, 0xEE, out_bytes + 256));
+  std::size_t temp_bytes = 0;
+  REQUIRE(zipccl::cuda::decompress<E, tuning>(nullptr, temp_bytes, in.p, len, out.p, out_bytes, st.p, 0) == status::success);
+  device_buffer<std::uint8_t> temp(temp_bytes);
+  REQUIRE(zipccl::cuda::decompress<E, tuning>(temp.p, temp_bytes, in.p, len, out.p, out_bytes, st.p, 0, count.p) ==
+          status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto all = out.get(out_bytes + 256);
+  for (std::size_t i = out_bytes; i < all.size(); ++i) REQUIRE(all[i] == 0xEE);  // nothing past the output
+  back->assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(out_bytes));
+  const status s = st.get(1)[0];
+  if (s == status::success) CHECK(count.get(1)[0] == n);
+  return s;
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("device streams equal host streams byte for byte", "[gpu]", testing::all_codecs) {
+  using E = typename TestType::element_type;
+  for (bool checksum : {false, true})
+    for (std::uint64_t n : {0ull, 1ull, 1001ull, chunk - 1ull, 1ull * chunk, chunk + 1ull, 5ull * chunk + 77}) {
+      INFO("n = " << n << " checksum " << checksum);
+      auto v = testing::make_tensor<E>(n, 0.02, testing::distribution::student_t, n + 1);
+      if (n > 3 * chunk) {  // one incompressible chunk: stored
+        const auto noise = testing::random_bits<E>(chunk, 9);
+        std::copy(noise.begin(), noise.end(), v.begin() + chunk);
+      }
+      const auto policy = testing::policy_for<TestType>(v.data(), n);
+      host::compress_options opt;
+      opt.chunk_elems = chunk;
+      opt.checksum = checksum;
+      const auto host_stream = host::compress<TestType>(v.data(), n, opt, policy);
+      const auto dev_stream = device_compress<TestType>(v.data(), n, checksum, policy);
+      REQUIRE(dev_stream.size() == host_stream.size());
+      REQUIRE(dev_stream == host_stream);
+      // the device decodes the host's stream, and one with the host's default chunk size
+      std::vector<std::uint8_t> back;
+      REQUIRE(device_decompress<E>(host_stream, host_stream.size(), n, &back) == status::success);
+      REQUIRE((n == 0 || std::memcmp(back.data(), v.data(), back.size()) == 0));
+      const auto big_chunks = host::compress<TestType>(v.data(), n, {}, policy);
+      REQUIRE(device_decompress<E>(big_chunks, big_chunks.size(), n, &back) == status::success);
+      REQUIRE((n == 0 || std::memcmp(back.data(), v.data(), back.size()) == 0));
+    }
+}
+
+TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[gpu]", testing::all_codecs) {
+  using E = typename TestType::element_type;
+  const std::uint64_t n = 3 * chunk + 500;
+  const auto v = testing::make_tensor<E>(n, 0.5, testing::distribution::gaussian, 3);
+  const auto policy = testing::policy_for<TestType>(v.data(), n);
+  for (bool checksum : {false, true}) {
+    host::compress_options opt;
+    opt.chunk_elems = chunk;
+    opt.checksum = checksum;
+    const auto s = host::compress<TestType>(v.data(), n, opt, policy);
+    std::vector<std::uint8_t> back, ref(n * sizeof(typename TestType::bits_type));
+    for (std::size_t len : {std::size_t(0), std::size_t(7), std::size_t(47), std::size_t(100), s.size() / 2, s.size() - 1})
+      CHECK(device_decompress<E>(s, len, n, &back) != status::success);
+    std::mt19937_64 rng(checksum);
+    for (int trial = 0; trial < 200; ++trial) {
+      auto bad = s;
+      bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+      const status dev = device_decompress<E>(bad, bad.size(), n, &back);
+      const status hst = host::decompress(bad.data(), bad.size(), ref.data(), ref.size());
+      INFO("trial " << trial);
+      REQUIRE((dev == status::success) == (hst == status::success));
+      if (dev == status::success) REQUIRE(back == ref);
+    }
+    // wrong element type, too small an output
+    using other = std::conditional_t<std::is_same_v<E, fp32>, bf16, fp32>;
+    CHECK(device_decompress<other>(s, s.size(), n / 2, &back) != status::success);
+  }
+}
+
+TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]") {
+  using C = codec<bf16, codebook::histogram>;
+  const std::uint64_t n = 10 * chunk + 3;
+  const auto v = testing::make_tensor<bf16>(n, 1.0);
+  device_buffer<std::uint8_t> in(n * 2), out(zipccl::cuda::max_compressed_size<C, tuning>(n)), back(n * 2);
+  device_buffer<std::uint64_t> size(1);
+  device_buffer<status> st(1);
+  in.put(reinterpret_cast<const std::uint8_t*>(v.data()), n * 2);
+  std::size_t ct = 0, dt = 0;
+  zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0);
+  zipccl::cuda::decompress<bf16, tuning>(nullptr, dt, out.p, out.n, back.p, n * 2, st.p, 0);
+  device_buffer<std::uint8_t> ctemp(ct), dtemp(dt);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  REQUIRE(zipccl::cuda::compress<C, tuning>(ctemp.p, ct, in.p, n, out.p, out.n, size.p, stream) == status::success);
+  // the stream's exact size is only known on the device: decode with the buffer's capacity
+  REQUIRE(zipccl::cuda::decompress<bf16, tuning>(dtemp.p, dt, out.p, out.n, back.p, n * 2, st.p, stream) == status::success);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int rep = 0; rep < 3; ++rep) CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  CHECK(st.get(1)[0] == status::success);
+  const auto result = back.get(n * 2);
+  CHECK(std::memcmp(result.data(), v.data(), n * 2) == 0);
+  const auto stream_bytes = out.get(size.get(1)[0]);
+  CHECK(stream_bytes == host::compress<C>(v.data(), n, host::compress_options{chunk, false, 1}));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("one GiB of bf16 on the device", "[gpu][large]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const std::uint64_t n = 1ull << 29;
+  std::vector<std::uint16_t> v(n);
+  const auto tile = testing::make_tensor<bf16>(1 << 20, 0.01);
+  for (std::uint64_t i = 0; i < n; ++i) v[i] = tile[(i * 7919) & ((1 << 20) - 1)];
+  const auto dev = device_compress<C>(v.data(), n, false, {});
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  opt.threads = 8;
+  const auto hst = host::compress<C>(v.data(), n, opt);
+  REQUIRE(dev == hst);
+  std::vector<std::uint8_t> back;
+  REQUIRE(device_decompress<bf16>(dev, dev.size(), n, &back) == status::success);
+  REQUIRE(std::memcmp(back.data(), v.data(), n * 2) == 0);
+}
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: skipped\n");
+    return 77;
+  }
+  return Catch::Session().run(argc, argv);
+}
