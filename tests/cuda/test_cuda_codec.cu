@@ -14,6 +14,7 @@
 #include <zipccl/cuda/codec.cuh>
 
 #include "../support/codecs.hpp"
+#include "../support/cuda_test.cuh"
 #include "../support/test_data.hpp"
 
 using namespace zipccl;
@@ -25,21 +26,7 @@ namespace {
 using tuning = zipccl::cuda::default_tuning;
 constexpr std::uint32_t chunk = tuning::chunk_elems;
 
-template <class T>
-struct device_buffer {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit device_buffer(std::size_t count) : n(count) { REQUIRE(cudaMalloc(&p, count * sizeof(T) + 1) == cudaSuccess); }
-  ~device_buffer() { cudaFree(p); }
-  std::vector<T> get(std::size_t count) const {
-    std::vector<T> v(count);
-    if (count) REQUIRE(cudaMemcpy(v.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-    return v;
-  }
-  void put(const T* src, std::size_t count) {
-    if (count) REQUIRE(cudaMemcpy(p, src, count * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-};
+using testing::device_buffer;
 
 template <class Codec>
 std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, bool checksum,
@@ -195,11 +182,4 @@ TEST_CASE("one GiB of bf16 on the device", "[gpu][large]") {
   REQUIRE(std::memcmp(back.data(), v.data(), n * 2) == 0);
 }
 
-int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  return Catch::Session().run(argc, argv);
-}
+int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }

@@ -13,6 +13,7 @@
 #include <zipccl/zipccl.hpp>
 
 #include "../support/codecs.hpp"
+#include "../support/cuda_test.cuh"
 #include "../support/test_data.hpp"
 
 using namespace zipccl;
@@ -46,12 +47,7 @@ __global__ void decode_chunks(const std::uint8_t* in, const std::uint64_t* offse
                                               checksum, out + c * chunk * L::elem_size);
 }
 
-template <class T>
-struct device_buffer {
-  T* p = nullptr;
-  explicit device_buffer(std::size_t n) { REQUIRE(cudaMalloc(&p, n * sizeof(T) + 1) == cudaSuccess); }
-  ~device_buffer() { cudaFree(p); }
-};
+using testing::device_buffer;
 
 }  // namespace
 
@@ -123,11 +119,4 @@ TEMPLATE_LIST_TEST_CASE("device chunk codec matches the host executor byte for b
     }
 }
 
-int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device: skipped\n");
-    return 77;
-  }
-  return Catch::Session().run(argc, argv);
-}
+int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }

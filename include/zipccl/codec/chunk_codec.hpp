@@ -31,6 +31,54 @@ struct group_coder {
   using bits_type = typename E::bits_type;
   static constexpr unsigned P = L::planes;
 
+  // One element's pieces as the format stores them.
+  struct lane {
+    std::uint32_t exponent, code, byte, word;
+  };
+
+  // Codes element b as lane i: ORs its bits into the plane words p, returns its other pieces.
+  // Every executor codes lanes with this function (the device with 8-lane plane bytes).
+  ZIPCCL_HOST_DEVICE static lane encode_lane(bits_type b, const std::uint8_t* lut, unsigned i, std::uint32_t (&p)[P]) {
+    const std::uint32_t e = E::exponent(b);
+    const std::uint32_t r = E::rest(b);
+    const std::uint32_t c = lut[e];
+    p[0] |= (c & 1u) << i;
+    p[1] |= ((c >> 1) & 1u) << i;
+    p[2] |= (c >> 2) << i;
+    if constexpr (L::extra_planes != 0) {
+      const std::uint32_t h = L::rest_high(r);
+      p[3] |= (h & 1u) << i;
+      p[4] |= ((h >> 1) & 1u) << i;
+      p[5] |= ((h >> 2) & 1u) << i;
+    }
+    return {e, c, L::rest_byte(r), L::rest_word(r)};
+  }
+
+  // The code of lane i in the plane words p.
+  ZIPCCL_HOST_DEVICE static std::uint32_t lane_code(const std::uint32_t (&p)[P], unsigned i) {
+    return ((p[0] >> i) & 1u) | (((p[1] >> i) & 1u) << 1) | (((p[2] >> i) & 1u) << 2);
+  }
+
+  // The table packed into one word: code k's exponent in byte k (byte 0 unused), so that looking
+  // a code up is a shift rather than an indexed access (which a GPU would put in local memory).
+  ZIPCCL_HOST_DEVICE static std::uint64_t pack_table(const std::uint8_t* table) {
+    std::uint64_t t = 0;
+    for (unsigned k = 0; k < format::table_size; ++k) t |= std::uint64_t(table[k]) << (8 * (k + 1));
+    return t;
+  }
+  ZIPCCL_HOST_DEVICE static std::uint32_t table_exponent(std::uint64_t packed, std::uint32_t code) {
+    return static_cast<std::uint32_t>((packed >> (8 * code)) & 0xFFu);
+  }
+
+  // Rebuilds lane i's element from the plane words p, its exponent, byte and word.
+  ZIPCCL_HOST_DEVICE static bits_type join_lane(const std::uint32_t (&p)[P], unsigned i, std::uint32_t exponent,
+                                                std::uint32_t byte, std::uint32_t word) {
+    std::uint32_t high = 0;
+    if constexpr (L::extra_planes != 0)
+      high = ((p[3] >> i) & 1u) | (((p[4] >> i) & 1u) << 1) | (((p[5] >> i) & 1u) << 2);
+    return E::join(exponent, L::join_rest(byte, word, high));
+  }
+
   // Encodes lanes [0, lanes) of a group whose first element is at `in` (raw element bytes).
   // Writes the group's P plane words, its words and bytes, and each escaped exponent to esc (room
   // for 32). Returns how many lanes escaped.
@@ -41,22 +89,10 @@ struct group_coder {
     std::uint32_t p[P] = {};
     unsigned n_esc = 0;
     for (unsigned i = 0; i < lanes; ++i) {
-      const bits_type b = load_le<bits_type>(in + i * sizeof(bits_type));
-      const std::uint32_t e = E::exponent(b);
-      const std::uint32_t r = E::rest(b);
-      const std::uint32_t c = lut[e];
-      p[0] |= (c & 1u) << i;
-      p[1] |= ((c >> 1) & 1u) << i;
-      p[2] |= (c >> 2) << i;
-      if constexpr (L::extra_planes != 0) {
-        const std::uint32_t h = L::rest_high(r);
-        p[3] |= (h & 1u) << i;
-        p[4] |= ((h >> 1) & 1u) << i;
-        p[5] |= ((h >> 2) & 1u) << i;
-      }
-      if constexpr (L::word_bytes != 0) store_le<std::uint16_t>(words + 2 * i, static_cast<std::uint16_t>(L::rest_word(r)));
-      bytes[i] = static_cast<std::uint8_t>(L::rest_byte(r));
-      if (c == 0) esc[n_esc++] = static_cast<std::uint8_t>(e);
+      const lane l = encode_lane(load_le<bits_type>(in + i * sizeof(bits_type)), lut, i, p);
+      if constexpr (L::word_bytes != 0) store_le<std::uint16_t>(words + 2 * i, static_cast<std::uint16_t>(l.word));
+      bytes[i] = static_cast<std::uint8_t>(l.byte);
+      if (l.code == 0) esc[n_esc++] = static_cast<std::uint8_t>(l.exponent);
     }
     for (unsigned k = 0; k < P; ++k) store_le<std::uint32_t>(planes + 4 * k, p[k]);
     return n_esc;
@@ -79,21 +115,9 @@ struct group_coder {
     return true;
   }
 
-  // Decodes one lane; `escaped` is the raw exponent to use when the lane's code is 0.
-  ZIPCCL_HOST_DEVICE static bits_type decode_lane(const std::uint8_t* planes, const std::uint8_t* words,
-                                                  const std::uint8_t* bytes, unsigned i,
-                                                  const std::uint8_t* table, std::uint32_t escaped) {
-    const std::uint32_t c = ((load_le<std::uint32_t>(planes) >> i) & 1u) |
-                            (((load_le<std::uint32_t>(planes + 4) >> i) & 1u) << 1) |
-                            (((load_le<std::uint32_t>(planes + 8) >> i) & 1u) << 2);
-    std::uint32_t high = 0, word = 0;
-    if constexpr (L::extra_planes != 0)
-      high = ((load_le<std::uint32_t>(planes + 12) >> i) & 1u) |
-             (((load_le<std::uint32_t>(planes + 16) >> i) & 1u) << 1) |
-             (((load_le<std::uint32_t>(planes + 20) >> i) & 1u) << 2);
-    if constexpr (L::word_bytes != 0) word = load_le<std::uint16_t>(words + 2 * i);
-    const std::uint32_t e = c ? table[c - 1] : escaped;
-    return E::join(e, L::join_rest(bytes[i], word, high));
+  // Loads a group's plane words.
+  ZIPCCL_HOST_DEVICE static void load_planes(const std::uint8_t* planes, std::uint32_t (&p)[P]) {
+    for (unsigned k = 0; k < P; ++k) p[k] = load_le<std::uint32_t>(planes + 4 * k);
   }
 };
 
@@ -247,23 +271,26 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
   const std::uint8_t* words = chunk + L::words_offset(m);
   const std::uint8_t* bytes = chunk + L::bytes_offset(m);
   const std::uint8_t* escapes = chunk + L::escapes_offset(m);
+  const std::uint64_t table = G::pack_table(h.table);
   std::uint64_t used = 0;
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
     const std::uint8_t* gp = planes + g * G::P * 4;
     if (!G::padding_clear(gp, lanes)) return status::corrupt;
-    std::uint32_t em = G::escape_mask(gp, lanes);
+    std::uint32_t p[G::P];
+    G::load_planes(gp, p);
     for (unsigned i = 0; i < lanes; ++i) {
-      std::uint32_t raw = 0;
-      if ((em >> i) & 1u) {
+      const std::uint32_t code = G::lane_code(p, i);
+      std::uint32_t e = G::table_exponent(table, code);
+      if (code == 0) {
         if (used >= h.escapes) return status::corrupt;
-        raw = escapes[used++];
-        if (raw >= E::exponent_count) return status::corrupt;
+        e = escapes[used++];
+        if (e >= E::exponent_count) return status::corrupt;
       }
-      store_le<typename E::bits_type>(out + (first + i) * L::elem_size,
-                                      G::decode_lane(gp, words + first * L::word_bytes, bytes + first, i,
-                                                     h.table, raw));
+      const std::uint64_t k = first + i;
+      const std::uint32_t word = L::word_bytes ? load_le<std::uint16_t>(words + 2 * k) : 0u;
+      store_le<typename E::bits_type>(out + k * L::elem_size, G::join_lane(p, i, e, bytes[k], word));
     }
   }
   return used == h.escapes ? status::success : status::corrupt;

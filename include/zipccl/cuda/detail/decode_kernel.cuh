@@ -86,6 +86,7 @@ template <class E, int Threads>
 __global__ void __launch_bounds__(Threads) decode_kernel(decode_params p) {
   using bits = typename E::bits_type;
   using L = format::chunk_layout<E>;
+  using G = codec_detail::group_coder<E>;
   using block_scan = cub::BlockScan<std::uint32_t, Threads>;
   using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
   __shared__ union {
@@ -163,10 +164,7 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_params p) {
     const std::uint8_t* wsec = chunk + L::words_offset(m);
     const std::uint8_t* bsec = chunk + L::bytes_offset(m);
     const std::uint8_t* esc = chunk + L::escapes_offset(m);
-    // the table packed into one register (code k's exponent in byte k; byte 0 unused), so that
-    // looking a code up is a shift, not an indexed access to local memory
-    std::uint64_t table = 0;
-    for (unsigned i = 0; i < format::table_size; ++i) table |= std::uint64_t(hd.table[i]) << (8 * (i + 1));
+    const std::uint64_t table = G::pack_table(hd.table);
     const std::uint64_t groups_end = (m + 31) / 32 * 32;
     std::uint64_t esc_base = 0;
     for (std::uint64_t base = 0; base < groups_end; base += 8ull * Threads) {
@@ -197,8 +195,8 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_params p) {
         bits v[8];
 #pragma unroll
         for (unsigned i = 0; i < 8; ++i) {
-          const std::uint32_t code = ((pl[0] >> i) & 1u) | (((pl[1] >> i) & 1u) << 1) | (((pl[2] >> i) & 1u) << 2);
-          std::uint32_t e = static_cast<std::uint32_t>((table >> (8 * code)) & 0xFFu);
+          const std::uint32_t code = G::lane_code(pl, i);
+          std::uint32_t e = G::table_exponent(table, code);
           if (i < valid && code == 0) {
             if (k >= hd.escapes) {
               bad = 1;
@@ -207,12 +205,9 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_params p) {
               if (e >= E::exponent_count) bad = 1;
             }
           }
-          std::uint32_t high = 0;
-          if constexpr (L::extra_planes != 0)
-            high = ((pl[3] >> i) & 1u) | (((pl[4] >> i) & 1u) << 1) | (((pl[5] >> i) & 1u) << 2);
           const std::uint32_t word =
               L::word_bytes ? static_cast<std::uint32_t>(((i < 4 ? wlo : whi) >> (16 * (i & 3))) & 0xFFFFu) : 0u;
-          v[i] = E::join(e, L::join_rest(static_cast<std::uint32_t>((rest_bytes >> (8 * i)) & 0xFFu), word, high));
+          v[i] = G::join_lane(pl, i, e, static_cast<std::uint32_t>((rest_bytes >> (8 * i)) & 0xFFu), word);
         }
         store_run<E>(dst + first * L::elem_size, valid, v);
       }

@@ -69,6 +69,7 @@ template <class E, class Policy, class Tuning>
 __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_params p, Policy policy) {
   using bits = typename E::bits_type;
   using L = format::chunk_layout<E>;
+  using G = codec_detail::group_coder<E>;
   constexpr int T = Tuning::threads;
   constexpr int R = Tuning::runs_per_thread;
   constexpr std::uint64_t chunk = Tuning::chunk_elems;
@@ -192,24 +193,13 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_params p
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
           if (i < static_cast<int>(valid)) {
-            const std::uint32_t e = E::exponent(v[r][i]);
-            const std::uint32_t rest = E::rest(v[r][i]);
-            const std::uint32_t code = lut[e];
-            pl[0] |= (code & 1u) << i;
-            pl[1] |= ((code >> 1) & 1u) << i;
-            pl[2] |= (code >> 2) << i;
-            if constexpr (L::extra_planes != 0) {
-              const std::uint32_t h = L::rest_high(rest);
-              pl[3] |= (h & 1u) << i;
-              pl[4] |= ((h >> 1) & 1u) << i;
-              pl[5] |= ((h >> 2) & 1u) << i;
-            }
-            rest_bytes |= std::uint64_t(L::rest_byte(rest)) << (8 * i);
+            const auto l = G::encode_lane(v[r][i], lut, static_cast<unsigned>(i), pl);
+            rest_bytes |= std::uint64_t(l.byte) << (8 * i);
             if constexpr (L::word_bytes != 0) {
-              if (i < 4) rest_words_lo |= std::uint64_t(L::rest_word(rest)) << (16 * i);
-              else rest_words_hi |= std::uint64_t(L::rest_word(rest)) << (16 * (i - 4));
+              if (i < 4) rest_words_lo |= std::uint64_t(l.word) << (16 * i);
+              else rest_words_hi |= std::uint64_t(l.word) << (16 * (i - 4));
             }
-            if (code == 0) esc_out[esc_base + k++] = static_cast<std::uint8_t>(e);
+            if (l.code == 0) esc_out[esc_base + k++] = static_cast<std::uint8_t>(l.exponent);
           }
         }
 #pragma unroll

@@ -1,0 +1,43 @@
+// Helpers for the gpu-labelled tests: a device buffer and a main() that skips without a GPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace zipccl::testing {
+
+template <class T>
+struct device_buffer {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit device_buffer(std::size_t count) : n(count) {
+    REQUIRE(cudaMalloc(&p, count * sizeof(T) + 1) == cudaSuccess);
+  }
+  ~device_buffer() { cudaFree(p); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  std::vector<T> get(std::size_t count) const {
+    std::vector<T> v(count);
+    if (count) REQUIRE(cudaMemcpy(v.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return v;
+  }
+  void put(const T* src, std::size_t count) {
+    if (count) REQUIRE(cudaMemcpy(p, src, count * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+};
+
+// Runs the Catch2 session, or exits with 77 (ctest's skip code here) when there is no GPU.
+inline int run_gpu_tests(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: skipped\n");
+    return 77;
+  }
+  return Catch::Session().run(argc, argv);
+}
+
+}  // namespace zipccl::testing
