@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -128,6 +129,87 @@ TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[
     // wrong element type, too small an output
     using other = std::conditional_t<std::is_same_v<E, fp32>, bf16, fp32>;
     CHECK(device_decompress<other>(s, s.size(), n / 2, &back) != status::success);
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("batched calls: mixed sizes in one launch, a status per tensor", "[gpu]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  const std::vector<std::uint64_t> sizes = {5000, 0, 1, 3ull * chunk + 17, 100, chunk, 2 * chunk - 1};
+  std::vector<std::vector<T>> tensors;
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    tensors.push_back(testing::make_tensor<E>(sizes[i], 0.01 * (i + 1), testing::distribution::laplace, i));
+  // one policy for the whole batch: calibrated on the largest tensor for codebook::fixed
+  const auto policy = testing::policy_for<TestType>(tensors[3].data(), tensors[3].size());
+  std::vector<std::unique_ptr<device_buffer<std::uint8_t>>> ins, outs;
+  device_buffer<std::uint64_t> sizes_dev(sizes.size());
+  std::vector<zipccl::cuda::compress_item> items(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    ins.push_back(std::make_unique<device_buffer<std::uint8_t>>(sizes[i] * sizeof(T)));
+    ins.back()->put(reinterpret_cast<const std::uint8_t*>(tensors[i].data()), sizes[i] * sizeof(T));
+    const std::uint64_t cap = zipccl::cuda::max_compressed_size<TestType, tuning>(sizes[i]);
+    outs.push_back(std::make_unique<device_buffer<std::uint8_t>>(cap));
+    items[i] = {ins.back()->p, sizes[i], outs.back()->p, cap, sizes_dev.p + i};
+  }
+  device_buffer<zipccl::cuda::compress_item> items_dev(items.size());
+  items_dev.put(items.data(), items.size());
+  std::size_t temp_bytes = 0;
+  REQUIRE(zipccl::cuda::compress_batch<TestType, tuning>(nullptr, temp_bytes, items.data(), items_dev.p,
+                                                         static_cast<std::uint32_t>(items.size()), 0) == status::success);
+  device_buffer<std::uint8_t> temp(temp_bytes);
+  REQUIRE(zipccl::cuda::compress_batch<TestType, tuning>(temp.p, temp_bytes, items.data(), items_dev.p,
+                                                         static_cast<std::uint32_t>(items.size()), 0, {}, policy) ==
+          status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto stream_sizes = sizes_dev.get(sizes.size());
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  std::vector<zipccl::cuda::decompress_item> ditems(sizes.size());
+  std::vector<std::unique_ptr<device_buffer<std::uint8_t>>> backs;
+  std::uint64_t max_in = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    INFO("tensor " << i << " of " << sizes[i] << " elements");
+    const auto host_stream = host::compress<TestType>(tensors[i].data(), sizes[i], opt, policy);
+    REQUIRE(stream_sizes[i] == host_stream.size());
+    REQUIRE(outs[i]->get(stream_sizes[i]) == host_stream);
+    backs.push_back(std::make_unique<device_buffer<std::uint8_t>>(sizes[i] * sizeof(T) + 1));
+    ditems[i] = {outs[i]->p, stream_sizes[i], backs.back()->p, sizes[i] * sizeof(T)};
+    max_in = std::max<std::uint64_t>(max_in, stream_sizes[i]);
+  }
+  // corrupt tensor 3's stream on the device: only its status may report it
+  std::uint8_t flip = 0;
+  CUDA_OK(cudaMemcpy(&flip, outs[3]->p + stream_sizes[3] / 2, 1, cudaMemcpyDeviceToHost));
+  flip ^= 0x24;
+  CUDA_OK(cudaMemcpy(outs[3]->p + stream_sizes[3] / 2, &flip, 1, cudaMemcpyHostToDevice));
+  ditems[5].out_capacity -= 1;  // too small an output for tensor 5
+  device_buffer<zipccl::cuda::decompress_item> ditems_dev(ditems.size());
+  ditems_dev.put(ditems.data(), ditems.size());
+  device_buffer<status> statuses(ditems.size());
+  std::size_t dtemp_bytes = 0;
+  REQUIRE(zipccl::cuda::decompress_batch<E, tuning>(nullptr, dtemp_bytes, ditems_dev.p,
+                                                    static_cast<std::uint32_t>(ditems.size()), max_in, statuses.p,
+                                                    0) == status::success);
+  device_buffer<std::uint8_t> dtemp(dtemp_bytes);
+  REQUIRE(zipccl::cuda::decompress_batch<E, tuning>(dtemp.p, dtemp_bytes, ditems_dev.p,
+                                                    static_cast<std::uint32_t>(ditems.size()), max_in, statuses.p,
+                                                    0) == status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto st = statuses.get(ditems.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    INFO("tensor " << i);
+    if (i == 5) {
+      CHECK(st[i] == status::buffer_too_small);
+    } else if (i == 3) {
+      // a flipped payload byte without checksums may decode to a well-formed wrong value
+      if (st[i] == status::success) CHECK(backs[i]->get(sizes[i] * sizeof(T)) != std::vector<std::uint8_t>(
+                                              reinterpret_cast<const std::uint8_t*>(tensors[i].data()),
+                                              reinterpret_cast<const std::uint8_t*>(tensors[i].data() + sizes[i])));
+    } else {
+      REQUIRE(st[i] == status::success);
+      const auto back = backs[i]->get(sizes[i] * sizeof(T));
+      REQUIRE((sizes[i] == 0 || std::memcmp(back.data(), tensors[i].data(), back.size()) == 0));
+    }
   }
 }
 

@@ -37,6 +37,25 @@ constexpr std::uint64_t max_compressed_size(std::uint64_t n) {
 
 namespace detail {
 inline std::size_t compress_temp_bytes(std::uint64_t chunks) { return 2 * 8 * (chunks ? chunks : 1); }
+
+// The coding kernel over all chunks of the batch, then one finishing block per tensor.
+template <class Codec, class Tuning>
+status launch_encode(const encode_batch& b, std::uint64_t chunks, std::uint32_t tensors, const compress_options& opt,
+                     const typename Codec::codebook_type& cb, cudaStream_t stream) {
+  using E = typename Codec::element_type;
+  if (chunks) {
+    encode_kernel<E, typename Codec::codebook_type, Tuning>
+        <<<static_cast<unsigned>(chunks), Tuning::threads, 0, stream>>>(b, cb);
+    if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  }
+  format::stream_header h;
+  h.type = E::id;
+  h.codebook = Codec::codebook_type::kind;
+  h.flags = opt.checksum ? format::flag_checksum : 0u;
+  h.chunk_elems = Tuning::chunk_elems;
+  finish_kernel<256><<<tensors, 256, 0, stream>>>(b, h);
+  return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+}
 }  // namespace detail
 
 // Two-phase temp storage: with temp == nullptr, writes the bytes needed to temp_bytes and returns.
@@ -63,34 +82,68 @@ status compress(void* temp, std::size_t& temp_bytes, const void* in, std::uint64
   detail::nvtx_range range("zipccl::cuda::compress");
 
   auto* words = static_cast<unsigned long long*>(temp);
-  detail::encode_params p;
-  p.in = static_cast<const std::uint8_t*>(in);
-  p.n = n;
-  p.out = static_cast<std::uint8_t*>(out);
-  p.chunks = chunks;
-  p.checksum = opt.checksum;
-  p.lookback = detail::chunk_lookback{words};
-  p.chunk_sizes = reinterpret_cast<std::uint64_t*>(words + (chunks ? chunks : 1));
+  detail::encode_batch b{};
+  b.single.in = static_cast<const std::uint8_t*>(in);
+  b.single.n = n;
+  b.single.out = static_cast<std::uint8_t*>(out);
+  b.single.out_bytes = out_bytes_dev;
+  b.single.chunks = chunks;
+  b.single.checksum = opt.checksum;
+  b.single.lookback = detail::chunk_lookback{words};
+  b.single.chunk_sizes = reinterpret_cast<std::uint64_t*>(words + (chunks ? chunks : 1));
   if (cudaMemsetAsync(words, 0, 8 * (chunks ? chunks : 1), stream) != cudaSuccess) return status::cuda_error;
-  if (chunks) {
-    detail::encode_kernel<E, typename Codec::codebook_type, Tuning>
-        <<<static_cast<unsigned>(chunks), Tuning::threads, 0, stream>>>(p, cb);
-    if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
-  }
-  format::stream_header h;
-  h.type = E::id;
-  h.codebook = Codec::codebook_type::kind;
-  h.flags = opt.checksum ? format::flag_checksum : 0u;
-  h.chunk_elems = Tuning::chunk_elems;
-  h.count = n;
-  h.chunks = static_cast<std::uint32_t>(chunks);
-  detail::finish_kernel<256><<<1, 256, 0, stream>>>(p.out, h, p.chunk_sizes, out_bytes_dev);
-  if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  const status s = detail::launch_encode<Codec, Tuning>(b, chunks, 1, opt, cb, stream);
+  if (s != status::success) return s;
   if (out_bytes_host &&
       cudaMemcpyAsync(out_bytes_host, out_bytes_dev, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream) !=
           cudaSuccess)
     return status::cuda_error;
   return status::success;
+}
+
+// Many tensors in one launch (a gradient bucket of tensors of different sizes): each becomes its
+// own stream at items[i].out, its size written to *items[i].out_bytes. The same `count` items are
+// passed twice: items_host is read on the host (sizes, checks, the launch's shape) and items_dev,
+// the same values in device memory, by the kernels, so the call stays stream-ordered and
+// capturable. Every items[i].out_capacity must be at least max_compressed_size<Codec, Tuning>(n).
+template <class Codec, class Tuning = default_tuning>
+status compress_batch(void* temp, std::size_t& temp_bytes, const compress_item* items_host,
+                      const compress_item* items_dev, std::uint32_t count, cudaStream_t stream,
+                      const compress_options& opt = {}, const typename Codec::codebook_type& cb = {}) {
+  using E = typename Codec::element_type;
+  if (count != 0 && (items_host == nullptr || items_dev == nullptr)) return status::invalid_argument;
+  std::uint64_t total = 0;
+  for (std::uint32_t i = 0; i < count; ++i) total += format::chunk_count(items_host[i].n, Tuning::chunk_elems);
+  if (total > 0x7FFFFFFFu) return status::invalid_argument;
+  const std::size_t prefix_bytes = format::align_up(8ull * (count + 1), 16);
+  const std::size_t need = prefix_bytes + 2 * 8 * (total ? total : 1);
+  if (temp == nullptr) {
+    temp_bytes = need;
+    return status::success;
+  }
+  if (temp_bytes < need) return status::invalid_argument;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const compress_item& it = items_host[i];
+    if (it.out == nullptr || it.out_bytes == nullptr || (it.in == nullptr && it.n != 0)) return status::invalid_argument;
+    if (it.out_capacity < max_compressed_size<Codec, Tuning>(it.n)) return status::buffer_too_small;
+  }
+  if constexpr (Codec::codebook_type::stat == codebook::statistic::none)
+    if (!codebook::valid_table<E>(cb.entries)) return status::invalid_argument;
+  if (count == 0) return status::success;
+  detail::nvtx_range range("zipccl::cuda::compress_batch");
+  auto* base = static_cast<std::uint8_t*>(temp);
+  detail::encode_batch b{};
+  b.single.checksum = opt.checksum;
+  b.items = items_dev;
+  b.count = count;
+  auto* prefix = reinterpret_cast<std::uint64_t*>(base);
+  b.chunk_prefix = prefix;
+  b.words = reinterpret_cast<unsigned long long*>(base + prefix_bytes);
+  b.sizes = reinterpret_cast<std::uint64_t*>(base + prefix_bytes) + (total ? total : 1);
+  if (cudaMemsetAsync(b.words, 0, 8 * (total ? total : 1), stream) != cudaSuccess) return status::cuda_error;
+  detail::batch_prefix_kernel<Tuning><<<1, 32, 0, stream>>>(items_dev, count, prefix);
+  if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  return detail::launch_encode<Codec, Tuning>(b, total, count, opt, cb, stream);
 }
 
 // A stream-ordered allocator: cudaMallocAsync / cudaFreeAsync on the call's stream (graph

@@ -24,6 +24,24 @@
 
 namespace zipccl::cuda {
 
+namespace detail {
+template <class E, class Tuning>
+status launch_decode(const decode_batch& b, std::uint32_t count, std::uint64_t max_in_bytes, cudaStream_t stream) {
+  validate_kernel<E, 256><<<dim3(1, count), 256, 0, stream>>>(b);
+  if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
+  // per tensor: at most one block per chunk that could fit in its bytes, at most a few waves
+  int device = 0, sms = 1;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return status::cuda_error;
+  const std::uint64_t max_chunks = max_in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
+  const std::uint64_t wave = (8ull * sms + count - 1) / count;
+  const std::uint64_t blocks = max_chunks < wave ? max_chunks : wave;
+  decode_kernel<E, Tuning::threads><<<dim3(static_cast<unsigned>(blocks), count), Tuning::threads, 0, stream>>>(b);
+  return cudaGetLastError() == cudaSuccess ? status::success : status::cuda_error;
+}
+}  // namespace detail
+
 template <class E, class Tuning = default_tuning>
 status decompress(void* temp, std::size_t& temp_bytes, const void* in, std::uint64_t in_bytes, void* out,
                   std::uint64_t out_capacity, status* status_dev, cudaStream_t stream,
@@ -36,26 +54,40 @@ status decompress(void* temp, std::size_t& temp_bytes, const void* in, std::uint
   }
   if (temp_bytes < need || status_dev == nullptr || (in == nullptr && in_bytes != 0)) return status::invalid_argument;
   detail::nvtx_range range("zipccl::cuda::decompress");
-  detail::decode_params p;
-  p.in = static_cast<const std::uint8_t*>(in);
-  p.in_bytes = in_bytes;
-  p.out = static_cast<std::uint8_t*>(out);
-  p.out_capacity = out_capacity;
-  p.result = status_dev;
-  p.count = count_dev;
-  p.state = static_cast<detail::decode_state*>(temp);
-  detail::validate_kernel<E, 256><<<1, 256, 0, stream>>>(p);
-  if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
-  // at most one block per chunk that could fit in in_bytes, at most a few waves per SM
-  int device = 0, sms = 1;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return status::cuda_error;
-  const std::uint64_t max_chunks = in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
-  const std::uint64_t blocks = max_chunks < 8ull * sms ? max_chunks : 8ull * sms;
-  detail::decode_kernel<E, Tuning::threads><<<static_cast<unsigned>(blocks), Tuning::threads, 0, stream>>>(p);
-  if (cudaGetLastError() != cudaSuccess) return status::cuda_error;
-  return status::success;
+  detail::decode_batch b{};
+  b.single.in = static_cast<const std::uint8_t*>(in);
+  b.single.in_bytes = in_bytes;
+  b.single.out = static_cast<std::uint8_t*>(out);
+  b.single.out_capacity = out_capacity;
+  b.single.result = status_dev;
+  b.single.count = count_dev;
+  b.single.state = static_cast<detail::decode_state*>(temp);
+  return detail::launch_decode<E, Tuning>(b, 1, in_bytes, stream);
+}
+
+// Many tensors in one launch (a gradient bucket): items, statuses_dev and (optionally) counts_dev
+// are arrays of `count` entries in device memory; tensor i's outcome goes to statuses_dev[i].
+// max_in_bytes bounds every item's in_bytes (it sizes the grid). At most 65,535 tensors a call.
+template <class E, class Tuning = default_tuning>
+status decompress_batch(void* temp, std::size_t& temp_bytes, const decompress_item* items_dev, std::uint32_t count,
+                        std::uint64_t max_in_bytes, status* statuses_dev, cudaStream_t stream,
+                        std::uint64_t* counts_dev = nullptr) {
+  static_assert(is_element_v<E>, "zipccl::cuda::decompress_batch: E must be zipccl::bf16, fp16 or fp32");
+  const std::size_t need = sizeof(detail::decode_state) * (count ? count : 1);
+  if (temp == nullptr) {
+    temp_bytes = need;
+    return status::success;
+  }
+  if (temp_bytes < need || count > 65535 || (count && (items_dev == nullptr || statuses_dev == nullptr)))
+    return status::invalid_argument;
+  if (count == 0) return status::success;
+  detail::nvtx_range range("zipccl::cuda::decompress_batch");
+  detail::decode_batch b{};
+  b.items = items_dev;
+  b.results = statuses_dev;
+  b.counts = counts_dev;
+  b.states = static_cast<detail::decode_state*>(temp);
+  return detail::launch_decode<E, Tuning>(b, count, max_in_bytes, stream);
 }
 
 }  // namespace zipccl::cuda

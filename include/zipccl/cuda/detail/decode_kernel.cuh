@@ -23,6 +23,20 @@ struct decode_state {
   format::stream_header header;
 };
 
+}  // namespace zipccl::cuda::detail
+
+namespace zipccl::cuda {
+// One tensor of a batched decompression (an array of these lives in device memory).
+struct decompress_item {
+  const void* in;
+  std::uint64_t in_bytes;
+  void* out;
+  std::uint64_t out_capacity;
+};
+}  // namespace zipccl::cuda
+
+namespace zipccl::cuda::detail {
+
 struct decode_params {
   const std::uint8_t* in;
   std::uint64_t in_bytes;
@@ -33,12 +47,37 @@ struct decode_params {
   decode_state* state;
 };
 
+// One tensor (items == nullptr: `single`) or a batch; tensor i is decoded by the blocks with
+// blockIdx.y == i.
+struct decode_batch {
+  decode_params single;
+  const decompress_item* items;
+  status* results;
+  std::uint64_t* counts;
+  decode_state* states;
+
+  __device__ decode_params item(unsigned i) const {
+    if (items == nullptr) return single;
+    const decompress_item it = items[i];
+    decode_params p;
+    p.in = static_cast<const std::uint8_t*>(it.in);
+    p.in_bytes = it.in_bytes;
+    p.out = static_cast<std::uint8_t*>(it.out);
+    p.out_capacity = it.out_capacity;
+    p.result = results + i;
+    p.count = counts ? counts + i : nullptr;
+    p.state = states + i;
+    return p;
+  }
+};
+
 __device__ __forceinline__ void report(status* result, status s) {
   atomicCAS(reinterpret_cast<int*>(result), static_cast<int>(status::success), static_cast<int>(s));
 }
 
 template <class E, int Threads>
-__global__ void __launch_bounds__(Threads) validate_kernel(decode_params p) {
+__global__ void __launch_bounds__(Threads) validate_kernel(decode_batch batch) {
+  const decode_params p = batch.item(blockIdx.y);
   using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
   __shared__ typename block_reduce::TempStorage tmp;
   __shared__ format::stream_header h;
@@ -83,7 +122,8 @@ __global__ void __launch_bounds__(Threads) validate_kernel(decode_params p) {
 }
 
 template <class E, int Threads>
-__global__ void __launch_bounds__(Threads) decode_kernel(decode_params p) {
+__global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
+  const decode_params p = batch.item(blockIdx.y);
   using bits = typename E::bits_type;
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;

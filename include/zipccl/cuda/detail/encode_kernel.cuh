@@ -23,15 +23,86 @@
 
 namespace zipccl::cuda::detail {
 
+}  // namespace zipccl::cuda::detail
+
+namespace zipccl::cuda {
+// One tensor of a batched compression.
+struct compress_item {
+  const void* in;
+  std::uint64_t n;  // elements
+  void* out;
+  std::uint64_t out_capacity;
+  std::uint64_t* out_bytes;  // device: the stream's size is written here
+};
+}  // namespace zipccl::cuda
+
+namespace zipccl::cuda::detail {
+
 struct encode_params {
   const std::uint8_t* in;
   std::uint64_t n;
   std::uint8_t* out;
+  std::uint64_t* out_bytes;
   std::uint64_t chunks;
   bool checksum;
   chunk_lookback lookback;
   std::uint64_t* chunk_sizes;  // temp: each chunk's size, read by the finishing kernel
 };
+
+// One tensor (items == nullptr: `single`) or a batch whose chunks are numbered consecutively:
+// tensor i owns global chunks chunk_prefix[i] .. chunk_prefix[i + 1] - 1, and the look-back
+// words and chunk sizes of those chunks.
+struct encode_batch {
+  encode_params single;
+  const compress_item* items;
+  const std::uint64_t* chunk_prefix;  // count + 1 entries
+  std::uint32_t count;
+  unsigned long long* words;
+  std::uint64_t* sizes;
+
+  __device__ encode_params tensor(std::uint32_t i) const {
+    if (items == nullptr) return single;
+    const compress_item it = items[i];
+    encode_params p;
+    p.in = static_cast<const std::uint8_t*>(it.in);
+    p.n = it.n;
+    p.out = static_cast<std::uint8_t*>(it.out);
+    p.out_bytes = it.out_bytes;
+    p.chunks = chunk_prefix[i + 1] - chunk_prefix[i];
+    p.checksum = single.checksum;
+    p.lookback = chunk_lookback{words + chunk_prefix[i]};
+    p.chunk_sizes = sizes + chunk_prefix[i];
+    return p;
+  }
+
+  // The tensor that owns global chunk g, and g's index inside it.
+  __device__ encode_params tensor_of_chunk(std::uint64_t g, std::uint64_t* c) const {
+    if (items == nullptr) {
+      *c = g;
+      return single;
+    }
+    std::uint32_t lo = 0, hi = count;  // the last i with chunk_prefix[i] <= g (skips empty tensors)
+    while (hi - lo > 1) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (chunk_prefix[mid] <= g) lo = mid;
+      else hi = mid;
+    }
+    *c = g - chunk_prefix[lo];
+    return tensor(lo);
+  }
+};
+
+// One thread: the chunk prefix of a batch.
+template <class Tuning>
+__global__ void batch_prefix_kernel(const compress_item* items, std::uint32_t count, std::uint64_t* prefix) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  std::uint64_t total = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    prefix[i] = total;
+    total += format::chunk_count(items[i].n, Tuning::chunk_elems);
+  }
+  prefix[count] = total;
+}
 
 // Marks in `taken` (shared memory) the exponents with the seven largest histogram::rank_key
 // values of `counts`; run by one warp.
@@ -66,7 +137,7 @@ __device__ __forceinline__ void store_table(std::uint8_t* dst, const codebook::t
 }
 
 template <class E, class Policy, class Tuning>
-__global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_params p, Policy policy) {
+__global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_batch batch, Policy policy) {
   using bits = typename E::bits_type;
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
@@ -87,7 +158,8 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_params p
   __shared__ std::uint64_t chunk_offset;
   __shared__ std::uint32_t run_escapes[R];
 
-  const std::uint64_t c = blockIdx.x;
+  std::uint64_t c = 0;
+  const encode_params p = batch.tensor_of_chunk(blockIdx.x, &c);
   const std::uint64_t m = format::chunk_elements(p.n, chunk, c);
   const std::uint8_t* src = p.in + c * chunk * L::elem_size;
   const unsigned t = threadIdx.x;
@@ -255,16 +327,19 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_params p
   }
 }
 
-// One block: the stream header, its hash over the directory, the padding, and the total size.
+// One block per tensor: the stream header, its hash over the directory, the padding, and the
+// total size. `h` carries the fields common to the batch.
 template <int Threads>
-__global__ void __launch_bounds__(Threads)
-    finish_kernel(std::uint8_t* out, format::stream_header h, const std::uint64_t* chunk_sizes,
-                  std::uint64_t* out_bytes) {
+__global__ void __launch_bounds__(Threads) finish_kernel(encode_batch batch, format::stream_header h) {
   using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
   __shared__ typename block_reduce::TempStorage tmp;
+  const encode_params p = batch.tensor(blockIdx.x);
+  std::uint8_t* out = p.out;
+  h.count = p.n;
+  h.chunks = static_cast<std::uint32_t>(p.chunks);
   const std::uint64_t total =
       h.chunks == 0 ? format::data_offset(0)
-                    : format::directory_entry(out, h.chunks - 1) + chunk_sizes[h.chunks - 1];
+                    : format::directory_entry(out, h.chunks - 1) + p.chunk_sizes[h.chunks - 1];
   std::uint64_t sum = 0;
   for (std::uint64_t c = threadIdx.x; c < h.chunks; c += Threads)
     sum += format::hash_term(5 + c, format::directory_entry(out, c));
@@ -276,7 +351,7 @@ __global__ void __launch_bounds__(Threads)
     h.total_bytes = total;
     format::write_header_fields(out, h);
     format::finish_header(out, directory_sum, h.chunks);
-    *out_bytes = total;
+    *p.out_bytes = total;
   }
 }
 
