@@ -137,7 +137,6 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
   __shared__ std::uint8_t ch[format::chunk_header_bytes];  // the chunk header's bytes
   __shared__ std::uint64_t span_s;
   __shared__ int ok_s;
-  __shared__ std::uint32_t run_total;
 
   if (*p.result != status::success) return;
   if (threadIdx.x == 0) h = p.state->header;
@@ -222,7 +221,7 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
       }
       const std::uint32_t live = (1u << valid) - 1u;
       const std::uint32_t emask = ~(pl[0] | pl[1] | pl[2]) & live;
-      std::uint32_t before = 0;
+      std::uint32_t before = 0, run_total = 0;  // every thread receives the run's total
       block_scan(tmp.scan).ExclusiveSum(static_cast<std::uint32_t>(__popc(emask)), before, run_total);
       if (valid) {
         const std::uint64_t rest_bytes = load_bytes(bsec + first, valid);
@@ -251,7 +250,7 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
         }
         store_run<E>(dst + first * L::elem_size, valid, v);
       }
-      __syncthreads();  // run_total is read below and rewritten by the next scan
+      __syncthreads();  // the scan's temp storage is reused by the next run
       esc_base += run_total;
     }
     if (t == 0 && esc_base != hd.escapes) bad = 1;
