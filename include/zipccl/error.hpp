@@ -21,6 +21,9 @@ enum class status : int {
   checksum_mismatch = 7,     // a header or chunk check value does not match its bytes
   type_mismatch = 8,         // the stream holds a different element type than requested
   cuda_error = 9,            // a CUDA runtime call failed (device executor)
+  peer_failed = 10,          // another rank of the communicator failed or aborted
+  size_mismatch = 11,        // a message's size differs between sender and receiver
+  timed_out = 12,            // a transport operation did not complete in time
 };
 
 ZIPCCL_HOST_DEVICE const char* to_string(status s) {
@@ -35,6 +38,9 @@ ZIPCCL_HOST_DEVICE const char* to_string(status s) {
     case status::checksum_mismatch: return "checksum mismatch";
     case status::type_mismatch: return "element type mismatch";
     case status::cuda_error: return "CUDA runtime error";
+    case status::peer_failed: return "a peer rank failed";
+    case status::size_mismatch: return "message size mismatch between ranks";
+    case status::timed_out: return "transport operation timed out";
   }
   return "unknown status";
 }

@@ -1,0 +1,196 @@
+// zipccl: transport::local, ranks as threads of one process, host memory.
+//
+// The test bed and the simulator of the collectives, not a replacement for NCCL or MPI:
+//   - every ordered pair of ranks is a link with a FIFO of messages; send() copies and returns
+//     (like an eager send), recv() waits for the next message from its source;
+//   - an optional link model (bandwidth, latency) delays each message's delivery as a link of that
+//     speed would: messages on one link are serialised, links work in parallel;
+//   - every link counts the bytes and messages that crossed it;
+//   - abort() from any rank, or a timeout, ends every waiting operation with an error, so a failed
+//     rank never hangs the others.
+//
+//   zipccl::transport::local_world world(4, {1e9, 5e-6});   // 1 GB/s, 5 us per link
+//   world.run([&](zipccl::transport::local_transport& t) { ... collective on t ... });
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "../error.hpp"
+#include "transport.hpp"
+
+namespace zipccl::transport {
+
+// A link's speed. bytes_per_second == 0 means unlimited.
+struct link_model {
+  double bytes_per_second = 0;
+  double latency_seconds = 0;
+};
+
+class local_world;
+
+// One rank's handle on a local_world; use it from that rank's thread.
+class local_transport {
+ public:
+  local_transport(local_world& world, int rank) : world_(&world), rank_(rank) {}
+  int rank() const { return rank_; }
+  inline int size() const;
+  inline status send(int dst, const void* buf, std::uint64_t bytes);
+  inline status recv(int src, void* buf, std::uint64_t bytes);
+  status sendrecv(int dst, const void* sbuf, std::uint64_t sbytes, int src, void* rbuf, std::uint64_t rbytes) {
+    const status s = send(dst, sbuf, sbytes);  // sends never block, so this cannot deadlock
+    return s != status::success ? s : recv(src, rbuf, rbytes);
+  }
+  inline void abort(status why);
+
+ private:
+  local_world* world_;
+  int rank_;
+};
+
+class local_world {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  explicit local_world(int ranks, link_model link = {}, std::chrono::milliseconds timeout = std::chrono::seconds(60))
+      : ranks_(ranks < 1 ? 1 : ranks), model_(link), timeout_(timeout),
+        links_(static_cast<std::size_t>(ranks_) * static_cast<std::size_t>(ranks_)) {}
+
+  int size() const { return ranks_; }
+  const link_model& link() const { return model_; }
+  local_transport transport(int rank) { return local_transport(*this, rank); }
+
+  // Runs f(local_transport&) once per rank, each on its own thread; returns when all have returned.
+  template <class F>
+  void run(F&& f) {
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<std::size_t>(ranks_));
+    for (int r = 0; r < ranks_; ++r)
+      threads.emplace_back([this, r, &f] {
+        local_transport t(*this, r);
+        f(t);
+      });
+    for (auto& t : threads) t.join();
+  }
+
+  // Bytes and messages sent from src to dst since construction or the last reset.
+  std::uint64_t bytes(int src, int dst) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return at(src, dst).bytes;
+  }
+  std::uint64_t messages(int src, int dst) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return at(src, dst).messages;
+  }
+  std::uint64_t total_bytes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t t = 0;
+    for (const auto& l : links_) t += l.bytes;
+    return t;
+  }
+  // Clears counters, queued messages and a previous abort, for the next experiment.
+  void reset() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& l : links_) l = link_state{};
+    aborted_ = false;
+  }
+  bool aborted() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return aborted_;
+  }
+
+ private:
+  friend class local_transport;
+
+  struct message {
+    std::vector<std::uint8_t> data;
+    clock::time_point ready;
+  };
+  struct link_state {
+    std::deque<message> queue;
+    clock::time_point free_at{};
+    std::uint64_t bytes = 0, messages = 0;
+  };
+
+  link_state& at(int src, int dst) { return links_[static_cast<std::size_t>(src) * ranks_ + dst]; }
+  const link_state& at(int src, int dst) const { return links_[static_cast<std::size_t>(src) * ranks_ + dst]; }
+  bool valid(int r) const { return r >= 0 && r < ranks_; }
+
+  status send(int src, int dst, const void* buf, std::uint64_t bytes) {
+    if (!valid(src) || !valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+    message m;
+    m.data.resize(bytes);
+    if (bytes) std::memcpy(m.data.data(), buf, bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (aborted_) return status::peer_failed;
+      link_state& l = at(src, dst);
+      const auto now = clock::now();
+      const auto start = std::max(now, l.free_at);
+      const double wire = model_.bytes_per_second > 0 ? static_cast<double>(bytes) / model_.bytes_per_second : 0.0;
+      l.free_at = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(wire));
+      m.ready = l.free_at + std::chrono::duration_cast<clock::duration>(
+                                std::chrono::duration<double>(model_.latency_seconds));
+      l.bytes += bytes;
+      ++l.messages;
+      l.queue.push_back(std::move(m));
+    }
+    cv_.notify_all();
+    return status::success;
+  }
+
+  status recv(int dst, int src, void* buf, std::uint64_t bytes) {
+    if (!valid(src) || !valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = clock::now() + timeout_;
+    link_state& l = at(src, dst);
+    for (;;) {
+      if (aborted_) return status::peer_failed;
+      const auto now = clock::now();
+      if (!l.queue.empty() && l.queue.front().ready <= now) break;
+      if (now >= deadline) return status::timed_out;
+      const auto wake = l.queue.empty() ? deadline : std::min(deadline, l.queue.front().ready);
+      cv_.wait_until(lock, wake);
+    }
+    message m = std::move(l.queue.front());
+    l.queue.pop_front();
+    lock.unlock();
+    if (m.data.size() != bytes) return status::size_mismatch;
+    if (bytes) std::memcpy(buf, m.data.data(), bytes);
+    return status::success;
+  }
+
+  void abort() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  int ranks_;
+  link_model model_;
+  std::chrono::milliseconds timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<link_state> links_;
+  bool aborted_ = false;
+};
+
+int local_transport::size() const { return world_->size(); }
+status local_transport::send(int dst, const void* buf, std::uint64_t bytes) {
+  return world_->send(rank_, dst, buf, bytes);
+}
+status local_transport::recv(int src, void* buf, std::uint64_t bytes) { return world_->recv(rank_, src, buf, bytes); }
+void local_transport::abort(status) { world_->abort(); }
+
+static_assert(is_host_transport_v<local_transport>, "local_transport must model the host transport concept");
+
+}  // namespace zipccl::transport

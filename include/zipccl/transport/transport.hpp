@@ -1,0 +1,46 @@
+// zipccl: the host transport concept.
+//
+// The collectives need very little from a communicator, so a user can adapt their own in a few
+// dozen lines. A host transport is any type with these members (host memory, blocking calls):
+//
+//   int rank() const;                       this rank, 0 .. size() - 1
+//   int size() const;                       ranks in the communicator
+//   status send(int dst, const void* buf, std::uint64_t bytes);
+//   status recv(int src, void* buf, std::uint64_t bytes);
+//   status sendrecv(int dst, const void* sbuf, std::uint64_t sbytes,
+//                   int src, void* rbuf, std::uint64_t rbytes);   // both at once, never deadlocks
+//   void abort(status why);                 tell every rank to give up: their pending and later
+//                                           operations return status::peer_failed
+//
+// Messages between two ranks arrive in the order they were sent. A receive whose size differs from
+// the message's returns status::size_mismatch (nothing is copied past the receiver's buffer). A
+// transport never hangs forever on a failed peer: operations fail with peer_failed or timed_out.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../error.hpp"
+
+namespace zipccl::transport {
+
+namespace detail {
+template <class T, class = void>
+struct is_host_transport : std::false_type {};
+template <class T>
+struct is_host_transport<
+    T, std::void_t<decltype(std::declval<const T&>().rank()), decltype(std::declval<const T&>().size()),
+                   decltype(std::declval<T&>().send(0, static_cast<const void*>(nullptr), std::uint64_t{})),
+                   decltype(std::declval<T&>().recv(0, static_cast<void*>(nullptr), std::uint64_t{})),
+                   decltype(std::declval<T&>().sendrecv(0, static_cast<const void*>(nullptr), std::uint64_t{}, 0,
+                                                        static_cast<void*>(nullptr), std::uint64_t{})),
+                   decltype(std::declval<T&>().abort(status::success))>>
+    : std::bool_constant<std::is_same_v<decltype(std::declval<T&>().send(0, nullptr, 0)), status> &&
+                         std::is_same_v<decltype(std::declval<T&>().recv(0, nullptr, 0)), status>> {};
+}  // namespace detail
+
+template <class T>
+inline constexpr bool is_host_transport_v = detail::is_host_transport<T>::value;
+
+}  // namespace zipccl::transport
