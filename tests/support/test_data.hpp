@@ -12,41 +12,15 @@
 #include <vector>
 
 #include <zipccl/codebook/fixed.hpp>
+#include <zipccl/collective/detail/arith.hpp>
 #include <zipccl/element.hpp>
 
 namespace zipccl::testing {
 
-inline std::uint32_t float_bits(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-// Round to nearest even, keeping NaNs quiet.
-inline std::uint16_t to_bf16(float f) {
-  const std::uint32_t x = float_bits(f);
-  if (std::isnan(f)) return static_cast<std::uint16_t>((x >> 16) | 0x40);
-  return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
-}
-
-inline std::uint16_t to_fp16(float f) {
-  const std::uint32_t x = float_bits(f);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  const float a = std::fabs(f);
-  if (std::isnan(f)) return static_cast<std::uint16_t>(sign | 0x7E00u);
-  if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7C00u);
-  if (a < 6.103515625e-05f) return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(a * 16777216.0f)));
-  std::uint32_t h = ((((x >> 23) & 0xFFu) - 112u) << 10) | ((x & 0x7FFFFFu) >> 13);
-  const std::uint32_t rem = x & 0x1FFFu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return static_cast<std::uint16_t>(sign | h);
-}
-
+// Round to nearest even (NaNs stay quiet): the library's own narrowing.
 template <class E>
 typename E::bits_type from_float(float f) {
-  if constexpr (std::is_same_v<E, bf16>) return to_bf16(f);
-  else if constexpr (std::is_same_v<E, fp16>) return to_fp16(f);
-  else return float_bits(f);
+  return collective::detail::narrow<E>(f);
 }
 
 enum class distribution { gaussian, laplace, student_t };

@@ -1,0 +1,8 @@
+// zipccl: umbrella header for the host collectives and transports.
+#pragma once
+
+#include "collective/all_gather.hpp"
+#include "collective/common.hpp"
+#include "collective/reduce_scatter.hpp"
+#include "transport/local.hpp"
+#include "transport/transport.hpp"
