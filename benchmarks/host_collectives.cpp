@@ -1,0 +1,131 @@
+// Host collectives over transport::local with a link model: compressed versus plain in the same
+// run, 4 ranks (threads), links from 0.25 to 16 GB/s with 5 us latency.
+//
+//   build/bin/bench_host_collectives --benchmark_min_time=0.1
+//
+// Counters: `wire_ratio` = plain bytes on the wire / compressed bytes on the wire (both counted by
+// the transport); `speedup` = the plain benchmark's time / this one's (set on the compressed rows,
+// from the plain row with the same op, data and link, measured just before). On this 2-core VM the
+// 4 rank threads share 2 cores, so coding runs at about half speed: the speedups are conservative.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <zipccl/collective.hpp>
+
+#include "support/test_data.hpp"
+
+using namespace zipccl;
+
+namespace {
+
+using C = codec<bf16, codebook::analytic_gaussian>;
+constexpr int ranks = 4;
+
+enum class which { all_gather, reduce_scatter, all_reduce };
+const char* name_of(which w) {
+  return w == which::all_gather ? "all_gather" : w == which::reduce_scatter ? "reduce_scatter" : "all_reduce";
+}
+
+struct dataset {
+  std::string name;
+  std::vector<std::vector<std::uint16_t>> per_rank;  // ranks x elements
+};
+
+dataset gaussian(std::uint64_t n) {
+  dataset d{"gaussian", {}};
+  for (int r = 0; r < ranks; ++r) d.per_rank.push_back(testing::make_tensor<bf16>(n, 0.01, testing::distribution::gaussian, r));
+  return d;
+}
+
+// The shared real gradients, concatenated, each rank a rotation of them.
+dataset gradients() {
+  dataset d{"gradients", {}};
+  std::vector<std::uint16_t> all;
+  for (const auto& t : testing::shared_manifest("bf16"))
+    if (t.kind == "gradient") {
+      const auto v = testing::load_shared<bf16>(t);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+  for (int r = 0; r < ranks && !all.empty(); ++r) {
+    std::vector<std::uint16_t> v(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i) v[i] = all[(i + r * all.size() / ranks) % all.size()];
+    d.per_rank.push_back(std::move(v));
+  }
+  return d;
+}
+
+// The plain rows' wire bytes and mean seconds, by op / data / link, for the compressed rows.
+std::map<std::string, std::pair<std::uint64_t, double>> plain;
+
+template <class Strategy>
+void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
+  if (d->per_rank.empty()) return state.SkipWithError("no data (../shared/data missing)");
+  const std::uint64_t n = d->per_rank[0].size();
+  const std::uint64_t count = w == which::reduce_scatter ? n / ranks : n;
+  transport::local_world world(ranks, {gbps * 1e9, 5e-6});
+  std::vector<std::vector<std::uint8_t>> ws(ranks), out(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    ws[r].resize(w == which::all_gather       ? all_gather_workspace<C, Strategy>(count, ranks)
+                 : w == which::reduce_scatter ? reduce_scatter_workspace<C, Strategy>(count)
+                                              : all_reduce_workspace<C, Strategy>(count, ranks));
+    out[r].resize((w == which::all_gather ? count * ranks : count) * 2);
+  }
+  std::uint64_t wire = 0;
+  double total_seconds = 0;
+  bool ok = true;
+  for (auto _ : state) {
+    world.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    world.run([&](transport::local_transport& t) {
+      const auto r = static_cast<std::size_t>(t.rank());
+      const void* in = d->per_rank[r].data();
+      status s;
+      if (w == which::all_gather)
+        s = all_gather<C, Strategy>(in, out[r].data(), count, t, ws[r].data(), ws[r].size());
+      else if (w == which::reduce_scatter)
+        s = reduce_scatter<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size());
+      else
+        s = all_reduce<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size());
+      if (s != status::success) ok = false;
+    });
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(secs);
+    total_seconds += secs;
+    wire = world.total_bytes();
+  }
+  if (!ok) return state.SkipWithError("collective failed");
+  const std::string key = std::string(name_of(w)) + "/" + d->name + "/" + std::to_string(gbps);
+  const double mean = total_seconds / static_cast<double>(state.iterations());
+  state.counters["wire_MB"] = static_cast<double>(wire) / 1e6;
+  if (std::is_same_v<Strategy, strategy::never>) {
+    plain[key] = {wire, mean};
+  } else if (plain.count(key)) {
+    state.counters["wire_ratio"] = static_cast<double>(plain[key].first) / static_cast<double>(wire);
+    state.counters["speedup"] = plain[key].second / mean;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  static const dataset g = gaussian(4u << 20);  // 8 MB of bf16 per rank
+  static const dataset real = gradients();
+  for (which w : {which::all_gather, which::reduce_scatter, which::all_reduce})
+    for (const dataset* d : {&g, &real})
+      for (double gbps : {0.25, 1.0, 4.0, 16.0}) {
+        const std::string base = std::string(name_of(w)) + "/" + d->name + "/link_GBps:" + std::to_string(gbps).substr(0, 4);
+        benchmark::RegisterBenchmark((base + "/plain").c_str(), bm<strategy::never>, d, w, gbps)
+            ->UseManualTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((base + "/compressed").c_str(), bm<strategy::always>, d, w, gbps)
+            ->UseManualTime()->Unit(benchmark::kMillisecond);
+      }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
