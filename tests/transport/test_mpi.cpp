@@ -1,0 +1,131 @@
+// transport::mpi under mpirun (label mpi): delivery, the collectives bit-identical to the plain
+// ring across processes, size mismatches and aborts reported instead of hanging. Every rank runs
+// every test case in the same order (transports are built collectively).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <mpi.h>
+
+#include <chrono>
+#include <vector>
+
+#include <zipccl/collective.hpp>
+#include <zipccl/transport/mpi.hpp>
+
+#include "../support/codecs.hpp"
+#include "../support/test_data.hpp"
+
+using namespace zipccl;
+
+namespace {
+constexpr auto timeout = std::chrono::seconds(20);
+
+template <class Codec>
+std::vector<typename Codec::bits_type> input(int r, std::uint64_t count) {
+  return testing::make_tensor<typename Codec::element_type>(count, 0.01 * (r + 1), testing::distribution::gaussian,
+                                                            static_cast<std::uint64_t>(r) * 7919 + count);
+}
+}  // namespace
+
+TEST_CASE("ring exchange over MPI", "[mpi]") {
+  transport::mpi t(MPI_COMM_WORLD, timeout);
+  const int n = t.size(), r = t.rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+  for (int round = 0; round < 4; ++round) {
+    const std::size_t out_n = static_cast<std::size_t>((r * 131 + round * 70001) % 300000);
+    const std::size_t in_n = static_cast<std::size_t>((prev * 131 + round * 70001) % 300000);
+    std::vector<std::uint8_t> out(out_n), in(in_n);
+    for (std::size_t i = 0; i < out_n; ++i) out[i] = static_cast<std::uint8_t>(i * 7 + r + round);
+    REQUIRE(t.sendrecv(next, out.data(), out_n, prev, in.data(), in_n) == status::success);
+    for (std::size_t i = 0; i < in_n; i += 101) REQUIRE(in[i] == static_cast<std::uint8_t>(i * 7 + prev + round));
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("collectives over MPI equal the plain ring bit for bit", "[mpi]", testing::all_codecs) {
+  using T = typename TestType::bits_type;
+  collective_options opt;
+  opt.codec.chunk_elems = 1024;
+  for (std::uint64_t count : {0ull, 1ull, 1025ull, 5001ull}) {
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    const auto ref = input<TestType>(0, count * n);
+    const auto policy = testing::policy_for<TestType>(ref.data(), ref.size());
+    INFO("count " << count);
+    // all_gather
+    const auto in = input<TestType>(r, count);
+    std::vector<T> a(count * n), b(count * n);
+    std::vector<std::uint8_t> ws(all_gather_workspace<TestType>(count, n, opt));
+    REQUIRE(all_gather<TestType, strategy::never>(in.data(), a.data(), count, t, nullptr, 0, opt, policy) == status::success);
+    REQUIRE(all_gather<TestType>(in.data(), b.data(), count, t, ws.data(), ws.size(), opt, policy) == status::success);
+    REQUIRE(a == b);
+    for (int q = 0; q < n; ++q) {
+      const auto iq = input<TestType>(q, count);
+      REQUIRE(std::equal(iq.begin(), iq.end(), a.begin() + static_cast<std::ptrdiff_t>(q * count)));
+    }
+    // reduce_scatter and all_reduce
+    const auto big = input<TestType>(r, count * n);
+    std::vector<T> c(count), d(count);
+    std::vector<std::uint8_t> ws2(reduce_scatter_workspace<TestType>(count, opt));
+    std::vector<std::uint8_t> ws3(reduce_scatter_workspace<TestType, strategy::never>(count, opt) + 16);
+    REQUIRE(reduce_scatter<TestType, strategy::never>(big.data(), c.data(), count, op::sum, t, ws3.data(), ws3.size(), opt, policy) == status::success);
+    REQUIRE(reduce_scatter<TestType>(big.data(), d.data(), count, op::sum, t, ws2.data(), ws2.size(), opt, policy) == status::success);
+    REQUIRE(c == d);
+    std::vector<std::uint8_t> ws4(all_reduce_workspace<TestType, strategy::never>(count, n, opt) + 16);
+    std::vector<std::uint8_t> ws5(all_reduce_workspace<TestType>(count, n, opt));
+    REQUIRE(all_reduce<TestType, strategy::never>(in.data(), c.data(), count, op::avg, t, ws4.data(), ws4.size(), opt, policy) == status::success);
+    REQUIRE(all_reduce<TestType>(in.data(), d.data(), count, op::avg, t, ws5.data(), ws5.size(), opt, policy) == status::success);
+    REQUIRE(c == d);
+  }
+}
+
+TEST_CASE("size mismatches and aborts end with errors, not hangs", "[mpi]") {
+  {
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    // ring where rank 0 sends one byte more than its neighbour expects
+    std::vector<std::uint8_t> out(100 + (r == 0 ? 1 : 0)), in(100);
+    const status s = t.sendrecv((r + 1) % n, out.data(), out.size(), (r + n - 1) % n, in.data(), in.size());
+    if (r == 1 % n && n > 1) CHECK(s == status::size_mismatch);
+    else CHECK(s == status::success);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    if (n > 1) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::uint8_t b = 0;
+      if (r == n - 1) {
+        t.abort(status::corrupt);
+      } else {
+        CHECK(t.recv(n - 1, &b, 1) == status::peer_failed);  // rank n-1 never sends
+      }
+      CHECK(std::chrono::steady_clock::now() - t0 < timeout);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    // a collective where one rank fails up front: every rank reports an error
+    using C = codec<bf16, codebook::histogram>;
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    const auto in = input<C>(r, 3000);
+    std::vector<std::uint16_t> out(3000 * n);
+    std::vector<std::uint8_t> ws(all_gather_workspace<C>(3000, n));
+    const status s = all_gather<C>(in.data(), out.data(), 3000, t, ws.data(), r == 0 ? 10 : ws.size());
+    if (n > 1) CHECK(s != status::success);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Catch::Session session;
+  if (rank != 0) session.configData().outputFilename = "%debug";  // one report, from rank 0
+  int failed = session.run(argc, argv);
+  int any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any ? 1 : 0;
+}
