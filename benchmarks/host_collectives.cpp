@@ -5,13 +5,17 @@
 //
 // Counters: `wire_ratio` = plain bytes on the wire / compressed bytes on the wire (both counted by
 // the transport); `speedup` = the plain benchmark's time / this one's (set on the compressed rows,
-// from the plain row with the same op, data and link, measured just before). On this 2-core VM the
+// from the plain row with the same op, data and link, measured just before). The adaptive rows
+// calibrate the cost model on the simulated links first (untimed) and report the path it predicts
+// (`predicted_compress`, 1 = compressed). On this 2-core VM the
 // 4 rank threads share 2 cores, so coding runs at about half speed: the speedups are conservative.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <map>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -78,6 +82,20 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
   std::uint64_t wire = 0;
   double total_seconds = 0;
   bool ok = true;
+  // strategy::adaptive: calibrate the cost model on this world first (not timed)
+  std::vector<collective_options> opts(ranks);
+  if (std::is_same_v<Strategy, strategy::adaptive>) {
+    world.run([&](transport::local_transport& t) {
+      const auto r = static_cast<std::size_t>(t.rank());
+      if (calibrate<C>(&opts[r].model, t, d->per_rank[r].data(), std::min<std::uint64_t>(count, 1u << 20)) !=
+          status::success)
+        ok = false;
+    });
+    state.counters["predicted_compress"] =
+        (w == which::reduce_scatter ? opts[0].model.reduce_scatter(count * 2, ranks)
+                                    : opts[0].model.all_gather((w == which::all_reduce ? count / ranks : count) * 2, ranks))
+            .compress;
+  }
   for (auto _ : state) {
     world.reset();
     const auto t0 = std::chrono::steady_clock::now();
@@ -85,12 +103,13 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
       const auto r = static_cast<std::size_t>(t.rank());
       const void* in = d->per_rank[r].data();
       status s;
+      const collective_options& o = opts[r];
       if (w == which::all_gather)
-        s = all_gather<C, Strategy>(in, out[r].data(), count, t, ws[r].data(), ws[r].size());
+        s = all_gather<C, Strategy>(in, out[r].data(), count, t, ws[r].data(), ws[r].size(), o);
       else if (w == which::reduce_scatter)
-        s = reduce_scatter<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size());
+        s = reduce_scatter<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size(), o);
       else
-        s = all_reduce<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size());
+        s = all_reduce<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size(), o);
       if (s != status::success) ok = false;
     });
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -122,6 +141,8 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark((base + "/plain").c_str(), bm<strategy::never>, d, w, gbps)
             ->UseManualTime()->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark((base + "/compressed").c_str(), bm<strategy::always>, d, w, gbps)
+            ->UseManualTime()->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark((base + "/adaptive").c_str(), bm<strategy::adaptive>, d, w, gbps)
             ->UseManualTime()->Unit(benchmark::kMillisecond);
       }
   benchmark::Initialize(&argc, argv);

@@ -202,3 +202,64 @@ TEST_CASE("failures become errors on every rank, never a hang", "[collective][ho
     CHECK(std::chrono::steady_clock::now() - t0 < test_timeout);  // ended by the abort, not a timeout
   }
 }
+
+TEST_CASE("strategy::adaptive takes the path the cost model predicts, with the same results", "[collective][host]") {
+  using C = codec<bf16, codebook::histogram>;
+  using T = std::uint16_t;
+  cost_model slow, fast;
+  slow.link_bytes_per_second = 0.25e9;
+  fast.link_bytes_per_second = 100e9;
+  const std::uint64_t count = 1 << 16;
+  CHECK(slow.all_gather(count * 2, 4).compress);
+  CHECK_FALSE(fast.all_gather(count * 2, 4).compress);
+  CHECK(slow.reduce_scatter(count * 2, 4).compress);
+  CHECK_FALSE(fast.reduce_scatter(count * 2, 4).compress);
+  CHECK_FALSE(slow.all_gather(count * 2, 1).compress);  // one rank: nothing to send
+  const auto p = slow.all_gather(count * 2, 4);
+  CHECK(p.compressed_seconds < p.plain_seconds);
+
+  for (const cost_model* model : {&slow, &fast}) {
+    local_world world(4, {}, test_timeout);
+    std::vector<std::vector<T>> out(4), ref(4);
+    std::vector<status> st(4, status::success);
+    world.run([&](local_transport& t) {
+      const auto r = static_cast<std::size_t>(t.rank());
+      collective_options opt;
+      opt.model = *model;
+      const auto in = input<C>(t.rank(), count);
+      out[r].resize(count);
+      ref[r].resize(count);
+      std::vector<std::uint8_t> ws(all_reduce_workspace<C, strategy::adaptive>(count, 4, opt));
+      st[r] = all_reduce<C, strategy::adaptive>(in.data(), out[r].data(), count, op::sum, t, ws.data(), ws.size(), opt);
+      std::vector<std::uint8_t> ws2(all_reduce_workspace<C, strategy::never>(count, 4, opt));
+      if (st[r] == status::success)
+        st[r] = all_reduce<C, strategy::never>(in.data(), ref[r].data(), count, op::sum, t, ws2.data(), ws2.size(), opt);
+    });
+    for (int r = 0; r < 4; ++r) {
+      CHECK(st[static_cast<std::size_t>(r)] == status::success);
+      CHECK(out[static_cast<std::size_t>(r)] == ref[static_cast<std::size_t>(r)]);
+    }
+  }
+}
+
+TEST_CASE("calibrate gives every rank the same, plausible model", "[collective][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  local_world world(3, {0.5e9, 1e-4}, test_timeout);
+  std::vector<cost_model> models(3);
+  std::vector<status> st(3, status::success);
+  world.run([&](local_transport& t) {
+    const auto sample = input<C>(t.rank(), 1 << 18);
+    st[static_cast<std::size_t>(t.rank())] =
+        calibrate<C>(&models[static_cast<std::size_t>(t.rank())], t, sample.data(), sample.size());
+  });
+  for (int r = 0; r < 3; ++r) {
+    CHECK(st[static_cast<std::size_t>(r)] == status::success);
+    CHECK(models[static_cast<std::size_t>(r)].link_bytes_per_second == models[0].link_bytes_per_second);
+    CHECK(models[static_cast<std::size_t>(r)].ratio == models[0].ratio);
+  }
+  // the simulated link cannot be faster than configured, nor its latency shorter
+  CHECK(models[0].link_bytes_per_second <= 0.5e9 * 1.5);  // slack: the latency estimate is subtracted
+  CHECK(models[0].latency_seconds >= 1e-4);
+  CHECK(models[0].ratio > 1.35);
+  CHECK(models[0].compress_bytes_per_second > 0);
+}

@@ -22,7 +22,9 @@ namespace zipccl {
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collective_options& opt = {}) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) {
+  if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
+    return all_gather_workspace<Codec, strategy::always>(count, ranks, opt);
+  } else if constexpr (std::is_same_v<Strategy, strategy::never>) {
     return 0;
   } else {
     const std::uint64_t bound = format::align_up(host::max_compressed_size<Codec>(count, opt.codec.chunk_elems), 16);
@@ -36,6 +38,11 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
                   const typename Codec::codebook_type& cb = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "all_gather: Transport must model the host transport concept");
   using namespace collective::detail;
+  if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
+    return opt.model.all_gather(count * Codec::element_size, t.size()).compress
+               ? all_gather<Codec, strategy::always>(sendbuff, recvbuff, count, t, workspace, workspace_bytes, opt, cb)
+               : all_gather<Codec, strategy::never>(sendbuff, recvbuff, count, t, workspace, workspace_bytes, opt, cb);
+  }
   const int n = t.size(), r = t.rank();
   const std::uint64_t shard = count * Codec::element_size;
   auto* recv = static_cast<std::uint8_t*>(recvbuff);

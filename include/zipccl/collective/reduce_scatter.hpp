@@ -29,6 +29,7 @@ template <class Codec, class Strategy = strategy::always>
 std::uint64_t reduce_scatter_workspace(std::uint64_t recvcount, const collective_options& opt = {}) {
   const std::uint64_t raw = format::align_up(recvcount * Codec::element_size, 16);
   if constexpr (std::is_same_v<Strategy, strategy::never>) return raw;
+  else if constexpr (std::is_same_v<Strategy, strategy::adaptive>) return reduce_scatter_workspace<Codec, strategy::always>(recvcount, opt);
   else return raw + 2 * format::align_up(host::max_compressed_size<Codec>(recvcount, opt.codec.chunk_elems), 16);
 }
 
@@ -58,6 +59,13 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
                       const typename Codec::codebook_type& cb = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "reduce_scatter: Transport must model the host transport concept");
   using namespace collective::detail;
+  if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
+    return opt.model.reduce_scatter(recvcount * Codec::element_size, t.size()).compress
+               ? reduce_scatter<Codec, strategy::always>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
+                                                         workspace_bytes, opt, cb)
+               : reduce_scatter<Codec, strategy::never>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
+                                                        workspace_bytes, opt, cb);
+  }
   using E = typename Codec::element_type;
   const int n = t.size(), r = t.rank();
   const std::uint64_t block = recvcount * Codec::element_size;
