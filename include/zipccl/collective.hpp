@@ -5,5 +5,6 @@
 #include "collective/calibrate.hpp"
 #include "collective/common.hpp"
 #include "collective/reduce_scatter.hpp"
+#include "collective/send_recv.hpp"
 #include "transport/local.hpp"
 #include "transport/transport.hpp"

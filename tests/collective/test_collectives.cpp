@@ -263,3 +263,56 @@ TEST_CASE("calibrate gives every rank the same, plausible model", "[collective][
   CHECK(models[0].ratio > 1.35);
   CHECK(models[0].compress_bytes_per_second > 0);
 }
+
+TEMPLATE_LIST_TEST_CASE("send and recv carry a tensor between two ranks", "[collective][host]", testing::all_codecs) {
+  using T = typename TestType::bits_type;
+  for (std::uint64_t count : {0ull, 1ull, 1025ull, 70000ull}) {
+    const auto data = input<TestType>(0, count);
+    const auto policy = testing::policy_for<TestType>(data.data(), data.size());
+    for (int path = 0; path < 3; ++path) {
+      local_world world(2, {}, test_timeout);
+      std::vector<T> got(count, T(0));
+      std::vector<status> st(2, status::success);
+      world.run([&](local_transport& t) {
+        collective_options opt;
+        opt.model.link_bytes_per_second = 0.1e9;  // adaptive: slow enough to compress
+        std::vector<std::uint8_t> ws(send_recv_workspace<TestType>(count, opt));
+        auto run_path = [&](auto strategy_tag) {
+          using S = decltype(strategy_tag);
+          return t.rank() == 0 ? send<TestType, S>(data.data(), count, 1, t, ws.data(), ws.size(), opt, policy)
+                               : recv<TestType, S>(got.data(), count, 0, t, ws.data(), ws.size(), opt);
+        };
+        st[static_cast<std::size_t>(t.rank())] = path == 0   ? run_path(strategy::never{})
+                                                 : path == 1 ? run_path(strategy::always{})
+                                                             : run_path(strategy::adaptive{});
+      });
+      INFO("count " << count << " path " << path);
+      CHECK(st[0] == status::success);
+      CHECK(st[1] == status::success);
+      CHECK(got == data);
+      if (path == 1 && count == 70000) CHECK(world.bytes(0, 1) < count * sizeof(T));
+    }
+  }
+}
+
+TEST_CASE("recv reports a corrupt stream or a wrong count", "[collective][host]") {
+  using C = codec<fp16, codebook::histogram>;
+  collective_options opt;
+  opt.codec.checksum = true;
+  const auto data = input<C>(0, 5000);
+  for (int which_case = 0; which_case < 2; ++which_case) {
+    local_world world(2, {}, test_timeout);
+    std::vector<status> st(2, status::success);
+    world.run([&](local_transport& lt) {
+      flaky_transport t{lt, which_case == 0 ? 0 : -1};  // case 0: rank 0's long messages are corrupted
+      std::vector<std::uint8_t> ws(send_recv_workspace<C>(5000, opt));
+      std::vector<std::uint16_t> got(5000);
+      if (t.rank() == 0)
+        st[0] = send<C>(data.data(), 5000, 1, t, ws.data(), ws.size(), opt);
+      else
+        st[1] = recv<C>(got.data(), which_case == 0 ? 5000 : 4000, 0, t, ws.data(), ws.size(), opt);
+    });
+    INFO("case " << which_case);
+    CHECK(st[1] != status::success);
+  }
+}
