@@ -4,6 +4,8 @@
 //                     [--chunk N] [--threads N] [--json] IN OUT
 //   zipccl decompress [--threads N] [--json] IN OUT
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
+//   zipccl plan       --op all_gather|reduce_scatter|all_reduce|send --ranks N --bytes S --link-gbps B
+//                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R] [--json]
 //
 // IN is a raw little-endian file of elements or a .npy file (its dtype then comes from the header;
 // numpy's '<f2' is fp16, '<f4' fp32, and bf16 is written by ml_dtypes as 'bfloat16' or as '<V2').
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <zipccl/collective/common.hpp>
 #include <zipccl/zipccl.hpp>
 
 #include "npy.hpp"
@@ -35,7 +38,10 @@ constexpr const char* usage_text =
     "usage: zipccl compress --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--window LO]\n"
     "                       [--checksum] [--chunk N] [--threads N] [--json] IN OUT\n"
     "       zipccl decompress [--threads N] [--json] IN OUT\n"
-    "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n";
+    "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
+    "       zipccl plan --op all_gather|reduce_scatter|all_reduce|send --ranks N --bytes S --link-gbps B\n"
+    "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
+    "                   [--ratio R] [--json]\n";
 
 struct args {
   std::string command;
@@ -55,7 +61,10 @@ args parse(int argc, char** argv) {
   a.command = argv[1];
   const std::map<std::string, bool> takes_value = {{"--dtype", true},   {"--codebook", true}, {"--window", true},
                                                    {"--chunk", true},   {"--threads", true},  {"--checksum", false},
-                                                   {"--json", false}};
+                                                   {"--json", false},   {"--op", true},       {"--ranks", true},
+                                                   {"--bytes", true},   {"--link-gbps", true}, {"--latency-us", true},
+                                                   {"--compress-gbps", true}, {"--decompress-gbps", true},
+                                                   {"--ratio", true}};
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) == 0) {
@@ -329,6 +338,71 @@ int cmd_inspect(const args& a) {
   return all_ok ? 0 : 1;
 }
 
+double parse_positive(const std::string& s, const char* what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || !(v > 0) || v > 1e30) throw usage_error(std::string(what) + " must be a positive number, got '" + s + "'");
+  return v;
+}
+
+// The cost model's prediction for one call (collective/common.hpp), as `zipccl plan` prints it.
+int cmd_plan(const args& a) {
+  if (!a.files.empty()) throw usage_error("plan takes no files");
+  const std::string op = a.get("--op").value_or("");
+  if (op != "all_gather" && op != "reduce_scatter" && op != "all_reduce" && op != "send")
+    throw usage_error("--op must be all_gather, reduce_scatter, all_reduce or send");
+  if (!a.get("--ranks") || !a.get("--bytes") || !a.get("--link-gbps"))
+    throw usage_error("plan needs --ranks, --bytes and --link-gbps");
+  const std::uint64_t ranks = parse_uint(*a.get("--ranks"), "--ranks");
+  if (ranks < 1 || ranks > 1u << 20) throw usage_error("--ranks must be between 1 and 1048576");
+  const std::uint64_t bytes = parse_uint(*a.get("--bytes"), "--bytes");
+  const zipccl::dtype type = dtype_from_name(a.get("--dtype").value_or("bf16"));
+  zipccl::cost_model m;
+  m.link_bytes_per_second = parse_positive(*a.get("--link-gbps"), "--link-gbps") * 1e9 / 8;  // Gb/s to bytes/s
+  if (auto v = a.get("--latency-us")) m.latency_seconds = parse_positive(*v, "--latency-us") * 1e-6;
+  // defaults: the host codec measured on the development VM (docs/BENCHMARKS.md), one core
+  m.compress_bytes_per_second = type == zipccl::dtype::fp32 ? 8e9 : 6e9;
+  m.decompress_bytes_per_second = type == zipccl::dtype::fp16 ? 8e9 : 12e9;
+  m.ratio = type == zipccl::dtype::bf16 ? 1.42 : type == zipccl::dtype::fp16 ? 1.12 : 1.17;
+  if (auto v = a.get("--compress-gbps")) m.compress_bytes_per_second = parse_positive(*v, "--compress-gbps") * 1e9;
+  if (auto v = a.get("--decompress-gbps")) m.decompress_bytes_per_second = parse_positive(*v, "--decompress-gbps") * 1e9;
+  if (auto v = a.get("--ratio")) m.ratio = parse_positive(*v, "--ratio");
+  const int n = static_cast<int>(ranks);
+  double plain = 0, packed = 0, chosen = 0;
+  auto add = [&](const zipccl::cost_model::plan& p) {
+    plain += p.plain_seconds;
+    packed += p.compressed_seconds;
+    chosen += p.compress ? p.compressed_seconds : p.plain_seconds;
+  };
+  if (op == "all_gather") add(m.all_gather(bytes, n));
+  else if (op == "send") add(m.all_gather(bytes, 2));
+  else if (op == "reduce_scatter") add(m.reduce_scatter(bytes / ranks, n));
+  else {
+    add(m.reduce_scatter(bytes / ranks, n));
+    add(m.all_gather(bytes / ranks, n));
+  }
+  const char* path = chosen < plain ? (chosen < packed ? "mixed" : "compressed") : "plain";
+  if (a.flag("--json")) {
+    std::printf("{\"command\":\"plan\",\"op\":\"%s\",\"ranks\":%llu,\"bytes\":%llu,\"plain_seconds\":%.9g,"
+                "\"compressed_seconds\":%.9g,\"adaptive_seconds\":%.9g,\"adaptive_path\":\"%s\"}\n",
+                op.c_str(), static_cast<unsigned long long>(ranks), static_cast<unsigned long long>(bytes), plain, packed,
+                chosen, path);
+  } else {
+    std::printf("%s of %llu bytes on %llu ranks, %.4g Gb/s links, %.3g us latency (%s, ratio %.3g, codec %.3g / %.3g GB/s)\n",
+                op.c_str(), static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(ranks),
+                m.link_bytes_per_second * 8 / 1e9, m.latency_seconds * 1e6, zipccl::dtype_name(type), m.ratio,
+                m.compress_bytes_per_second / 1e9, m.decompress_bytes_per_second / 1e9);
+    std::printf("  plain      %12.6f ms\n  compressed %12.6f ms\n  adaptive   %12.6f ms (%s)\n", plain * 1e3,
+                packed * 1e3, chosen * 1e3, path);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -337,6 +411,7 @@ int main(int argc, char** argv) {
     if (a.command == "compress") return cmd_compress(a);
     if (a.command == "decompress") return cmd_decompress(a);
     if (a.command == "inspect") return cmd_inspect(a);
+    if (a.command == "plan") return cmd_plan(a);
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
       std::fputs(usage_text, stdout);
       return 0;

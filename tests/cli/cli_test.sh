@@ -60,6 +60,8 @@ json)
   "$zipccl" compress --dtype bf16 --codebook histogram --json x.bf16 j.zpc >c.json || fail=1
   "$zipccl" decompress --json j.zpc j.back >d.json || fail=1
   "$zipccl" inspect --dtype bf16 --json x.bf16 >i.json || fail=1
+  "$zipccl" plan --op all_gather --ranks 4 --bytes 8000000 --link-gbps 2 --json >p_slow.json || fail=1
+  "$zipccl" plan --op reduce_scatter --ranks 4 --bytes 8000000 --link-gbps 400 --json >p_fast.json || fail=1
   "$py" - <<'PY' || fail=1
 import json
 c = json.load(open('c.json')); d = json.load(open('d.json')); i = json.load(open('i.json'))
@@ -71,6 +73,9 @@ assert 2.0 < i['exponent_entropy_bits'] < 3.2, i
 assert i['ratios']['histogram'] >= i['ratios']['analytic'] - 0.01, i
 assert i['ratios']['histogram'] <= i['entropy_bound_ratio'], i
 assert sum(i['exponent_histogram'].values()) == 70000, i
+slow = json.load(open('p_slow.json')); fast = json.load(open('p_fast.json'))
+assert slow['adaptive_path'] == 'compressed' and slow['compressed_seconds'] < slow['plain_seconds'], slow
+assert fast['adaptive_path'] == 'plain' and fast['adaptive_seconds'] == fast['plain_seconds'], fast
 PY
   ;;
 errors)
@@ -93,6 +98,9 @@ errors)
   one_line_error "$zipccl" decompress --dtype bf16 x.bf16 out.raw
   one_line_error "$zipccl" decompress x.bf16 out.raw                  # not a stream
   one_line_error "$zipccl" inspect --dtype fp32 odd.bf16
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps -3
+  one_line_error "$zipccl" plan --op broadcast --ranks 4 --bytes 100 --link-gbps 3
   "$zipccl" compress --dtype fp32 --checksum x.fp32 ok.zpc >/dev/null || fail=1
   head -c 1000 ok.zpc >trunc.zpc
   one_line_error "$zipccl" decompress trunc.zpc out.raw
