@@ -13,15 +13,8 @@
 
 #if defined(__CUDACC__)
 #define ZIPCCL_HOST_DEVICE __host__ __device__ __forceinline__
-#define ZIPCCL_DEVICE __device__ __forceinline__
 #else
 #define ZIPCCL_HOST_DEVICE inline
-#endif
-
-#if defined(__CUDA_ARCH__)
-#define ZIPCCL_DEVICE_PASS 1
-#else
-#define ZIPCCL_DEVICE_PASS 0
 #endif
 
 // Host SIMD fast paths are chosen at compile time from the target flags (for example
