@@ -4,7 +4,7 @@
 //                     [--chunk N] [--threads N] [--json] IN OUT
 //   zipccl decompress [--threads N] [--json] IN OUT
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
-//   zipccl plan       --op all_gather|reduce_scatter|all_reduce|send --ranks N --bytes S --link-gbps B
+//   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
 //                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R] [--json]
 //
 // IN is a raw little-endian file of elements or a .npy file (its dtype then comes from the header;
@@ -39,7 +39,7 @@ constexpr const char* usage_text =
     "                       [--checksum] [--chunk N] [--threads N] [--json] IN OUT\n"
     "       zipccl decompress [--threads N] [--json] IN OUT\n"
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
-    "       zipccl plan --op all_gather|reduce_scatter|all_reduce|send --ranks N --bytes S --link-gbps B\n"
+    "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
     "                   [--ratio R] [--json]\n";
 
@@ -354,8 +354,8 @@ double parse_positive(const std::string& s, const char* what) {
 int cmd_plan(const args& a) {
   if (!a.files.empty()) throw usage_error("plan takes no files");
   const std::string op = a.get("--op").value_or("");
-  if (op != "all_gather" && op != "reduce_scatter" && op != "all_reduce" && op != "send")
-    throw usage_error("--op must be all_gather, reduce_scatter, all_reduce or send");
+  if (op != "all_gather" && op != "reduce_scatter" && op != "all_reduce" && op != "all_to_all" && op != "send")
+    throw usage_error("--op must be all_gather, reduce_scatter, all_reduce, all_to_all or send");
   if (!a.get("--ranks") || !a.get("--bytes") || !a.get("--link-gbps"))
     throw usage_error("plan needs --ranks, --bytes and --link-gbps");
   const std::uint64_t ranks = parse_uint(*a.get("--ranks"), "--ranks");
@@ -380,7 +380,8 @@ int cmd_plan(const args& a) {
     chosen += p.compress ? p.compressed_seconds : p.plain_seconds;
   };
   if (op == "all_gather") add(m.all_gather(bytes, n));
-  else if (op == "send") add(m.all_gather(bytes, 2));
+  else if (op == "send") add(m.send_recv(bytes));
+  else if (op == "all_to_all") add(m.all_to_all(bytes / ranks, n));
   else if (op == "reduce_scatter") add(m.reduce_scatter(bytes / ranks, n));
   else {
     add(m.reduce_scatter(bytes / ranks, n));

@@ -19,11 +19,29 @@ namespace {
 
 constexpr auto test_timeout = std::chrono::seconds(20);
 
-collective_options small_chunks() {
+// Small chunks and segments, so that the test sizes span several of each.
+collective_options small_chunks(unsigned depth = 2) {
   collective_options o;
   o.codec.chunk_elems = 1024;
+  o.pipeline.segment_elems = 2048;
+  o.pipeline.depth = depth;
   return o;
 }
+
+// The same transport without the request-based operations: the collectives run in lock step.
+struct lockstep_transport {
+  local_transport& inner;
+  int rank() const { return inner.rank(); }
+  int size() const { return inner.size(); }
+  status send(int dst, const void* buf, std::uint64_t bytes) { return inner.send(dst, buf, bytes); }
+  status recv(int src, void* buf, std::uint64_t bytes) { return inner.recv(src, buf, bytes); }
+  status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
+    return inner.sendrecv(dst, sb, sn, src, rb, rn);
+  }
+  void abort(status why) { inner.abort(why); }
+};
+static_assert(!transport::has_requests_v<lockstep_transport>);
+static_assert(transport::has_requests_v<local_transport>);
 
 // Rank r's input: count elements of near-Gaussian data, different per rank.
 template <class Codec>
@@ -35,18 +53,19 @@ std::vector<typename Codec::bits_type> input(int r, std::uint64_t count) {
 enum class which { gather, scatter, reduce };
 
 // Runs one collective on `ranks` threads; returns each rank's output and status and the wire bytes.
+// `mode` 0: transport::local (pipelined, depth 2); 1: depth 1; 2: lock step (no requests).
 template <class Codec, class Strategy>
 std::uint64_t run(which c, int ranks, std::uint64_t count, op reduction,
-                  std::vector<std::vector<typename Codec::bits_type>>* out, std::vector<status>* st) {
+                  std::vector<std::vector<typename Codec::bits_type>>* out, std::vector<status>* st, int mode = 0) {
   using T = typename Codec::bits_type;
   local_world world(ranks, {}, test_timeout);
   out->assign(static_cast<std::size_t>(ranks), {});
   st->assign(static_cast<std::size_t>(ranks), status::success);
-  const auto opt = small_chunks();
+  const auto opt = small_chunks(mode == 1 ? 1 : 2);
   // codebook::fixed: one table calibrated on rank 0's data, shared by all
   const auto ref = input<Codec>(0, count * (c == which::scatter ? ranks : 1));
   const auto policy = testing::policy_for<Codec>(ref.data(), ref.size());
-  world.run([&](local_transport& t) {
+  auto body = [&](auto& t) {
     const auto r = static_cast<std::size_t>(t.rank());
     std::vector<std::uint8_t> ws;
     if (c == which::gather) {
@@ -67,6 +86,14 @@ std::uint64_t run(which c, int ranks, std::uint64_t count, op reduction,
       (*st)[r] = all_reduce<Codec, Strategy>(in.data(), (*out)[r].data(), count, reduction, t, ws.data(), ws.size(),
                                              opt, policy);
     }
+  };
+  world.run([&](local_transport& t) {
+    if (mode == 2) {
+      lockstep_transport l{t};
+      body(l);
+    } else {
+      body(t);
+    }
   });
   return world.total_bytes();
 }
@@ -81,14 +108,20 @@ TEMPLATE_LIST_TEST_CASE("compressed collectives equal the plain ring bit for bit
       for (std::uint64_t count : {0ull, 1ull, 1023ull, 1024ull, 1025ull, 5001ull}) {
         const op reduction = count % 2 ? op::avg : op::sum;
         INFO("collective " << static_cast<int>(c) << ", " << ranks << " ranks, count " << count);
-        std::vector<std::vector<T>> plain, packed;
-        std::vector<status> s1, s2;
+        std::vector<std::vector<T>> plain, packed, shallow, lockstep;
+        std::vector<status> s1, s2, s3, s4;
         run<TestType, strategy::never>(c, ranks, count, reduction, &plain, &s1);
         run<TestType, strategy::always>(c, ranks, count, reduction, &packed, &s2);
+        run<TestType, strategy::always>(c, ranks, count, reduction, &shallow, &s3, 1);
+        run<TestType, strategy::always>(c, ranks, count, reduction, &lockstep, &s4, 2);
         for (int r = 0; r < ranks; ++r) {
           REQUIRE(s1[r] == status::success);
           REQUIRE(s2[r] == status::success);
+          REQUIRE(s3[r] == status::success);
+          REQUIRE(s4[r] == status::success);
           REQUIRE(packed[r] == plain[r]);
+          REQUIRE(shallow[r] == plain[r]);
+          REQUIRE(lockstep[r] == plain[r]);
           REQUIRE(plain[r] == plain[0]);  // all ranks agree (all_gather, all_reduce), or hold their block
           if (c == which::scatter) break;
         }
@@ -274,7 +307,7 @@ TEMPLATE_LIST_TEST_CASE("send and recv carry a tensor between two ranks", "[coll
       std::vector<T> got(count, T(0));
       std::vector<status> st(2, status::success);
       world.run([&](local_transport& t) {
-        collective_options opt;
+        collective_options opt = small_chunks(1 + count % 3);  // 70000: 35 segments
         opt.model.link_bytes_per_second = 0.1e9;  // adaptive: slow enough to compress
         std::vector<std::uint8_t> ws(send_recv_workspace<TestType>(count, opt));
         auto run_path = [&](auto strategy_tag) {
@@ -293,6 +326,41 @@ TEMPLATE_LIST_TEST_CASE("send and recv carry a tensor between two ranks", "[coll
       if (path == 1 && count == 70000) CHECK(world.bytes(0, 1) < count * sizeof(T));
     }
   }
+}
+
+TEST_CASE("send/recv in lock step on a transport without requests", "[collective][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const auto data = input<C>(0, 9000);
+  local_world world(2, {}, test_timeout);
+  std::vector<std::uint16_t> got(9000);
+  std::vector<status> st(2, status::success);
+  world.run([&](local_transport& lt) {
+    lockstep_transport t{lt};
+    const auto opt = small_chunks();
+    std::vector<std::uint8_t> ws(send_recv_workspace<C>(9000, opt));
+    st[static_cast<std::size_t>(t.rank())] = t.rank() == 0
+                                                 ? send<C>(data.data(), 9000, 1, t, ws.data(), ws.size(), opt)
+                                                 : recv<C>(got.data(), 9000, 0, t, ws.data(), ws.size(), opt);
+  });
+  CHECK(st[0] == status::success);
+  CHECK(st[1] == status::success);
+  CHECK(got == data);
+  CHECK(world.messages(0, 1) == 2 * 5);  // 5 segments, two messages each, no size messages
+}
+
+TEST_CASE("a count mismatch is caught even where the fixed sections have the same size", "[collective][host]") {
+  // fp16: a stored chunk of 1 element and one of 5 both span 32 bytes; the preamble tells them apart
+  using C = codec<fp16, codebook::histogram>;
+  const auto data = input<C>(0, 5);
+  local_world world(2, {}, test_timeout);
+  std::vector<status> st(2, status::success);
+  world.run([&](local_transport& t) {
+    std::vector<std::uint8_t> ws(send_recv_workspace<C>(5));
+    std::vector<std::uint16_t> got(5);
+    st[static_cast<std::size_t>(t.rank())] = t.rank() == 0 ? send<C>(data.data(), 1, 1, t, ws.data(), ws.size())
+                                                           : recv<C>(got.data(), 5, 0, t, ws.data(), ws.size());
+  });
+  CHECK(st[1] == status::size_mismatch);
 }
 
 TEST_CASE("recv reports a corrupt stream or a wrong count", "[collective][host]") {

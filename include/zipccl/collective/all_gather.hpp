@@ -3,10 +3,11 @@
 //   all_gather<Codec, Strategy>(sendbuff, recvbuff, count, transport, workspace, workspace_bytes)
 //
 // Every rank contributes `count` elements; recvbuff receives size() * count elements, rank r's at
-// offset r * count. The compressed path compresses the local shard once, exchanges the streams'
-// sizes once (a ring of 8-byte messages), forwards the compressed streams around the ring and
-// decompresses them at the end; results are bit-identical to the plain ring's. The workspace is the
-// caller's: all_gather_workspace<Codec, Strategy>(count, ranks) bytes.
+// offset r * count. The compressed path cuts the local shard into segments, compresses each once,
+// and forwards the compressed segments around the ring (detail/wire.hpp: a fixed-size section, then
+// the escapes, so no size message is ever sent); every rank decompresses the segments that reach it
+// while the next ones are in flight (detail/pipeline.hpp). Results are bit-identical to the plain
+// ring's. The workspace is the caller's: all_gather_workspace<Codec, Strategy>(count, ranks) bytes.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +18,28 @@
 #include "../host/compress.hpp"
 #include "../host/decompress.hpp"
 #include "common.hpp"
+#include "detail/pipeline.hpp"
+#include "detail/wire.hpp"
 
 namespace zipccl {
+
+namespace collective::detail {
+// The compressed all_gather's workspace: a slot per segment of every rank's shard, the tail sizes,
+// one chunk of scratch.
+template <class Codec>
+struct gather_layout {
+  segment_plan<Codec> plan;
+  std::uint64_t blocks_bytes, tails_offset, scratch_offset, total;
+  gather_layout(std::uint64_t count, int ranks, const collective_options& opt)
+      : plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems) {
+    const auto n = static_cast<std::uint64_t>(ranks);
+    blocks_bytes = plan.slot * plan.segments * n;
+    tails_offset = blocks_bytes;
+    scratch_offset = tails_offset + format::align_up(8 * plan.segments * n, 16);
+    total = scratch_offset + format::align_up(wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
+  }
+};
+}  // namespace collective::detail
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collective_options& opt = {}) {
@@ -27,8 +48,8 @@ std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collect
   } else if constexpr (std::is_same_v<Strategy, strategy::never>) {
     return 0;
   } else {
-    const std::uint64_t bound = format::align_up(host::max_compressed_size<Codec>(count, opt.codec.chunk_elems), 16);
-    return format::align_up(8ull * static_cast<std::uint64_t>(ranks), 16) + bound * static_cast<std::uint64_t>(ranks);
+    if (!collective::detail::valid_options(opt) || ranks < 1) return 0;
+    return collective::detail::gather_layout<Codec>(count, ranks, opt).total;
   }
 }
 
@@ -46,7 +67,7 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
   const int n = t.size(), r = t.rank();
   const std::uint64_t shard = count * Codec::element_size;
   auto* recv = static_cast<std::uint8_t*>(recvbuff);
-  if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
+  if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
       workspace_bytes < all_gather_workspace<Codec, Strategy>(count, n, opt) ||
       (workspace == nullptr && workspace_bytes != 0))
     return fail(t, status::invalid_argument);
@@ -61,35 +82,59 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
     }
     return status::success;
   } else {
-    const std::uint64_t bound = format::align_up(host::max_compressed_size<Codec>(count, opt.codec.chunk_elems), 16);
-    auto* sizes = static_cast<std::uint64_t*>(workspace);
-    std::uint8_t* blobs = static_cast<std::uint8_t*>(workspace) + format::align_up(8ull * n, 16);
-    auto blob = [&](int b) { return blobs + static_cast<std::uint64_t>(b) * bound; };
-    status s = host::compress<Codec>(sendbuff, count, blob(r), bound, &sizes[r], opt.codec, cb);
-    if (s != status::success) return fail(t, s);
-    // the one size exchange of the call
-    for (int k = 0; k + 1 < n; ++k) {
-      s = t.sendrecv(ring_next(r, n), &sizes[ring_block(r, k, n)], 8, ring_prev(r, n), &sizes[ring_block(r, k + 1, n)], 8);
-      if (s != status::success) return fail(t, s);
-    }
-    for (int b = 0; b < n; ++b)
-      if (sizes[b] > bound) return fail(t, status::size_mismatch);  // a peer with another count
-    for (int k = 0; k + 1 < n; ++k) {
-      const int out = ring_block(r, k, n), in = ring_block(r, k + 1, n);
-      s = t.sendrecv(ring_next(r, n), blob(out), sizes[out], ring_prev(r, n), blob(in), sizes[in]);
-      if (s != status::success) return fail(t, s);
-    }
-    status mine = status::success;
-    for (int b = 0; b < n && mine == status::success; ++b) {
-      if (b == r) continue;
-      host::stream_info info;
-      mine = host::read_header(blob(b), sizes[b], &info);
-      if (mine == status::success && (info.type != Codec::type || info.count != count)) mine = status::size_mismatch;
-      if (mine == status::success)
-        mine = host::decompress(blob(b), sizes[b], recv + static_cast<std::uint64_t>(b) * shard, shard, nullptr,
-                                host::decompress_options{opt.codec.threads});
-    }
-    return agree(t, mine);
+    const gather_layout<Codec> lay(count, n, opt);
+    // item i = k * S + s: ring step k, segment s; it sends block (r - k) and receives block (r - k - 1)
+    struct hooks {
+      const segment_plan<Codec>& plan;
+      const collective_options& opt;
+      const typename Codec::codebook_type& cb;
+      int n, r;
+      const void* send;
+      std::uint8_t* recv;
+      std::uint8_t* ws;
+      std::uint64_t* tails;  // per block and segment
+      std::uint8_t* scratch;
+      std::uint64_t received = 0;
+
+      std::uint64_t S() const { return plan.segments; }
+      int step(std::uint64_t i) const { return static_cast<int>(i / S()); }
+      std::uint64_t index(int b, std::uint64_t s) const { return static_cast<std::uint64_t>(b) * S() + s; }
+      std::uint8_t* slot(int b, std::uint64_t s) const { return ws + index(b, s) * plan.slot; }
+      int dst(std::uint64_t) const { return ring_next(r, n); }
+      int src(std::uint64_t) const { return ring_prev(r, n); }
+      bool ready(std::uint64_t i) const { return i < S() || received > i - S(); }
+      status produce(std::uint64_t i, section* out) {
+        const std::uint64_t s = i % S();
+        const int b = ring_block(r, step(i), n);
+        if (step(i) == 0) {
+          *out = plan.encode(cb, send, s, opt.codec.checksum, slot(b, s), scratch);
+          tails[index(b, s)] = out->tail_bytes;
+        } else {
+          *out = plan.stored(slot(b, s), s, tails[index(b, s)]);
+        }
+        return status::success;
+      }
+      landing incoming(std::uint64_t i) { return plan.head(slot(ring_block(r, step(i) + 1, n), i % S()), i % S()); }
+      status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+        const std::uint64_t s = i % S();
+        const int b = ring_block(r, step(i) + 1, n);
+        const status st = plan.arrived(slot(b, s), s, tail_bytes, tail);
+        tails[index(b, s)] = *tail_bytes;
+        ++received;
+        return st;
+      }
+      status consume(std::uint64_t i) {
+        const std::uint64_t s = i % S();
+        const int b = ring_block(r, step(i) + 1, n);
+        return plan.decode_into(slot(b, s), s, tails[index(b, s)], opt.codec.checksum,
+                                recv + static_cast<std::uint64_t>(b) * plan.count * Codec::element_size, scratch);
+      }
+    } h{lay.plan, opt, cb, n, r, sendbuff, recv, static_cast<std::uint8_t*>(workspace),
+        reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(workspace) + lay.tails_offset),
+        static_cast<std::uint8_t*>(workspace) + lay.scratch_offset};
+    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1) * lay.plan.segments, opt.pipeline.depth, 0, h);
+    if (s != status::success) return s;
+    return agree(t, status::success);
   }
 }
 

@@ -81,6 +81,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
   model->compress_bytes_per_second = avg[2];
   model->decompress_bytes_per_second = avg[3];
   model->ratio = avg[4];
+  model->segment_bytes = static_cast<double>(opt.pipeline.segment_elems * Codec::element_size);
   return status::success;
 }
 

@@ -19,46 +19,103 @@ struct never {};     // plain bytes, the reference path
 struct adaptive {};  // per call, the path the cost model (collective_options::model) predicts faster
 }  // namespace strategy
 
-// The alpha-beta cost model behind strategy::adaptive. Times are per rank, for the ring
-// algorithms of this library, without pipelining (each message is coded whole, then moved):
-//   plain all_gather of S bytes per rank:      (n-1) (a + S/b)
-//   compressed:                                 S/c + (n-1) a + (n-1) (a + S/(r b)) + (n-1) S/d
-//   plain reduce_scatter of B bytes per block:  (n-1) (a + B/b)
-//   compressed:                                 (n-1) (B/c + 2a + B/(r b) + B/d)
-// with a = link latency, b = link bandwidth, c and d = compress and decompress throughput, r = ratio.
-// calibrate() measures them on a transport; every rank must hold the same model (calibrate makes
-// sure), so that every rank takes the same path.
+// The alpha-beta cost model behind strategy::adaptive: per rank, for this library's algorithms,
+// with a = link latency, b = link bandwidth, c and d = compress and decompress throughput (of one
+// rank while every rank codes), r = ratio, g = segment bytes (pipeline.segment_elems elements; a
+// message of S bytes has k = ceil(S / g) segments of q = min(S, g) bytes). The compressed paths are
+// pipelined, so coding and transfers overlap except for the first and last segment:
+//   all_gather, S bytes per rank:
+//     plain       (n-1) (a + S/b)
+//     compressed  q/c + max((n-1) k (a + q/(r b)),  (n-1) S/d + (S-q)/c) + q/d
+//   reduce_scatter, B bytes per block (every hop decodes, reduces and recodes each segment):
+//     plain       (n-1) (a + B/b)
+//     compressed  (n-1) max(k max(a + q/(r b), q/c + q/d),  q/c + a + q/(r b) + q/d)
+//   send / recv, S bytes:
+//     plain       a + S/b
+//     compressed  q/c + q/d + max(k (a + q/(r b)), (S-q)/c, (S-q)/d)
+//   all_to_all, B bytes per peer (pairwise steps, one segment per peer):
+//     plain       (n-1) (a + B/b)
+//     compressed  B/c + B/d + (n-1) max(a + B/(r b), B/c + B/d)
+// The compressed path is taken when it is predicted faster by at least the factor `margin`, so
+// that errors of the model near the break-even point cost little. calibrate() measures a, b, c, d
+// and r on a transport; every rank must hold the same model (calibrate makes sure), so that every
+// rank takes the same path. docs/PERFORMANCE.md checks the model against measurements.
 struct cost_model {
   double latency_seconds = 5e-6;
   double link_bytes_per_second = 10e9;
   double compress_bytes_per_second = 5e9;
   double decompress_bytes_per_second = 8e9;
   double ratio = 1.4;
+  double segment_bytes = 512.0 * 1024;
+  double margin = 1.05;
 
   struct plan {
     bool compress;
     double plain_seconds, compressed_seconds;
   };
   plan all_gather(std::uint64_t bytes_per_rank, int ranks) const {
-    const double s = static_cast<double>(bytes_per_rank), hops = ranks - 1;
-    const double plain = hops * (latency_seconds + s / link_bytes_per_second);
-    const double packed = s / compress_bytes_per_second + hops * latency_seconds +
-                          hops * (latency_seconds + s / (ratio * link_bytes_per_second)) +
-                          hops * s / decompress_bytes_per_second;
-    return {ranks > 1 && packed < plain, plain, packed};
+    const double S = static_cast<double>(bytes_per_rank), h = ranks - 1;
+    const double k = segments(S), q = piece(S);
+    const double plain = h * (latency_seconds + S / link_bytes_per_second);
+    const double packed = q / compress_bytes_per_second +
+                          max2(h * k * (latency_seconds + q / wire_rate()),
+                               h * S / decompress_bytes_per_second + (S - q) / compress_bytes_per_second) +
+                          q / decompress_bytes_per_second;
+    return decide(ranks > 1 && S > 0, plain, packed);
   }
   plan reduce_scatter(std::uint64_t bytes_per_block, int ranks) const {
-    const double b = static_cast<double>(bytes_per_block), hops = ranks - 1;
-    const double plain = hops * (latency_seconds + b / link_bytes_per_second);
-    const double packed = hops * (b / compress_bytes_per_second + 2 * latency_seconds +
-                                  b / (ratio * link_bytes_per_second) + b / decompress_bytes_per_second);
-    return {ranks > 1 && packed < plain, plain, packed};
+    const double B = static_cast<double>(bytes_per_block), h = ranks - 1;
+    const double k = segments(B), q = piece(B);
+    const double code = q / compress_bytes_per_second + q / decompress_bytes_per_second;
+    const double link = latency_seconds + q / wire_rate();
+    const double plain = h * (latency_seconds + B / link_bytes_per_second);
+    const double packed = h * max2(k * max2(link, code), code + link);
+    return decide(ranks > 1 && B > 0, plain, packed);
+  }
+  plan send_recv(std::uint64_t bytes) const {
+    const double S = static_cast<double>(bytes), k = segments(S), q = piece(S);
+    const double plain = latency_seconds + S / link_bytes_per_second;
+    const double packed = q / compress_bytes_per_second + q / decompress_bytes_per_second +
+                          max2(k * (latency_seconds + q / wire_rate()),
+                               max2((S - q) / compress_bytes_per_second, (S - q) / decompress_bytes_per_second));
+    return decide(S > 0, plain, packed);
+  }
+  plan all_to_all(std::uint64_t bytes_per_peer, int ranks) const {
+    const double B = static_cast<double>(bytes_per_peer), h = ranks - 1;
+    const double code = B / compress_bytes_per_second + B / decompress_bytes_per_second;
+    const double plain = h * (latency_seconds + B / link_bytes_per_second);
+    const double packed = code + h * max2(latency_seconds + B / wire_rate(), code);
+    return decide(ranks > 1 && B > 0, plain, packed);
+  }
+
+ private:
+  static double max2(double x, double y) { return x > y ? x : y; }
+  double wire_rate() const { return ratio * link_bytes_per_second; }
+  double segments(double bytes) const {
+    if (segment_bytes <= 0 || bytes <= segment_bytes) return 1;
+    const double k = bytes / segment_bytes;
+    return static_cast<double>(static_cast<std::uint64_t>(k)) < k ? static_cast<double>(static_cast<std::uint64_t>(k)) + 1 : k;
+  }
+  double piece(double bytes) const { return segment_bytes > 0 && bytes > segment_bytes ? segment_bytes : bytes; }
+  plan decide(bool worth, double plain, double packed) const {
+    return {worth && packed * margin < plain, plain, packed};
   }
 };
 
+// How the compressed paths pipeline a message: it is cut into segments of segment_elems elements
+// (rounded up to whole chunks; 0: one segment per message), and a rank keeps up to `depth`
+// outgoing segments in flight ahead of the one it receives. Pipelining needs a transport with
+// request-based operations (transport.hpp); on others the same segments go in lock step.
+struct pipeline_options {
+  std::uint64_t segment_elems = 1u << 18;
+  unsigned depth = 2;  // >= 1
+};
+
 struct collective_options {
-  host::compress_options codec{};  // chunk size, checksums, coding threads of the compressed path
-  cost_model model{};              // consulted by strategy::adaptive
+  host::compress_options codec{};  // chunk size and checksums of the compressed path (coding
+                                   // runs on the calling thread: codec.threads is not used)
+  pipeline_options pipeline{};
+  cost_model model{};  // consulted by strategy::adaptive
 };
 
 namespace collective::detail {
@@ -66,6 +123,10 @@ namespace collective::detail {
 inline int ring_next(int r, int n) { return (r + 1) % n; }
 inline int ring_prev(int r, int n) { return (r + n - 1) % n; }
 inline int ring_block(int r, int k, int n) { return ((r - k) % n + n) % n; }
+
+inline bool valid_options(const collective_options& o) {
+  return format::valid_chunk_elems(o.codec.chunk_elems) && o.pipeline.depth >= 1;
+}
 
 // Every rank learns the worst status of all (a ring of n - 1 one-byte steps). A rank whose own
 // status was success but another's was not returns peer_failed; a rank with an error keeps it.

@@ -8,9 +8,10 @@
 // compressed path is lossless, so it gives bit-identical results to the plain one. Averages divide
 // by size() once, at the end.
 //
-// The compressed path decompresses, reduces and recompresses at every hop. Each hop sends the
-// stream's size (8 bytes) before the stream; sending the fixed-size part of every chunk first and
-// the escapes after it, so that no size message is needed, is still to do.
+// The compressed path decompresses, reduces and recompresses at every hop, segment by segment
+// (detail/pipeline.hpp), so one segment's transfer overlaps the coding of the next; each chunk is
+// decoded into a chunk-sized buffer and reduced from there while it is still in cache. Segments
+// travel as a fixed-size section and then the escapes (detail/wire.hpp): no size messages.
 #pragma once
 
 #include <cstdint>
@@ -22,15 +23,39 @@
 #include "all_gather.hpp"
 #include "common.hpp"
 #include "detail/arith.hpp"
+#include "detail/pipeline.hpp"
+#include "detail/wire.hpp"
 
 namespace zipccl {
 
+namespace collective::detail {
+// The compressed reduce_scatter's workspace: an outgoing and an incoming slot per segment, one
+// chunk of coding scratch and one decoded chunk.
+template <class Codec>
+struct scatter_layout {
+  segment_plan<Codec> plan;
+  std::uint64_t in_offset, scratch_offset, chunk_offset, total;
+  scatter_layout(std::uint64_t count, const collective_options& opt)
+      : plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems) {
+    in_offset = plan.slot * plan.segments;
+    scratch_offset = 2 * in_offset;
+    chunk_offset = scratch_offset + format::align_up(wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
+    total = chunk_offset + format::align_up(std::uint64_t{opt.codec.chunk_elems} * Codec::element_size, 16);
+  }
+};
+}  // namespace collective::detail
+
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t reduce_scatter_workspace(std::uint64_t recvcount, const collective_options& opt = {}) {
-  const std::uint64_t raw = format::align_up(recvcount * Codec::element_size, 16);
-  if constexpr (std::is_same_v<Strategy, strategy::never>) return raw;
-  else if constexpr (std::is_same_v<Strategy, strategy::adaptive>) return reduce_scatter_workspace<Codec, strategy::always>(recvcount, opt);
-  else return raw + 2 * format::align_up(host::max_compressed_size<Codec>(recvcount, opt.codec.chunk_elems), 16);
+  if constexpr (std::is_same_v<Strategy, strategy::never>) return format::align_up(recvcount * Codec::element_size, 16);
+  else if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
+    const std::uint64_t a = reduce_scatter_workspace<Codec, strategy::always>(recvcount, opt);
+    const std::uint64_t b = reduce_scatter_workspace<Codec, strategy::never>(recvcount, opt);
+    return a > b ? a : b;
+  } else {
+    if (!collective::detail::valid_options(opt)) return 0;
+    return collective::detail::scatter_layout<Codec>(recvcount, opt).total;
+  }
 }
 
 namespace collective::detail {
@@ -72,52 +97,80 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
   const auto* send = static_cast<const std::uint8_t*>(sendbuff);
   auto* acc = static_cast<std::uint8_t*>(recvbuff);
   const std::uint64_t need = reduce_scatter_workspace<Codec, Strategy>(recvcount, opt);
-  if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || workspace_bytes < need ||
-      (workspace == nullptr && need != 0))
+  if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
+      workspace_bytes < need || (workspace == nullptr && need != 0))
     return fail(t, status::invalid_argument);
   if (n == 1) {
     if (block) std::memmove(acc, send, block);
     return status::success;
   }
-  auto* incoming = static_cast<std::uint8_t*>(workspace);
-  const std::uint64_t raw = format::align_up(block, 16);
-  const std::uint64_t bound = format::align_up(host::max_compressed_size<Codec>(recvcount, opt.codec.chunk_elems), 16);
-  std::uint8_t* out_blob = incoming + raw;
-  std::uint8_t* in_blob = out_blob + bound;
-  status mine = status::success;
-  // hop k sends block (r - k - 1) and receives block (r - k - 2), both partial sums after hop 0
-  for (int k = 0; k + 1 < n; ++k) {
-    const std::uint8_t* outgoing = k == 0 ? send + ring_block(r, 1, n) * block : acc;
-    const int in_block = ring_block(r, k + 2, n);
-    status s;
-    if constexpr (std::is_same_v<Strategy, strategy::never>) {
-      s = t.sendrecv(ring_next(r, n), outgoing, block, ring_prev(r, n), incoming, block);
+  auto* ws = static_cast<std::uint8_t*>(workspace);
+  if constexpr (std::is_same_v<Strategy, strategy::never>) {
+    // hop k sends block (r - k - 1) and receives block (r - k - 2), both partial sums after hop 0
+    for (int k = 0; k + 1 < n; ++k) {
+      const std::uint8_t* outgoing = k == 0 ? send + ring_block(r, 1, n) * block : acc;
+      const status s = t.sendrecv(ring_next(r, n), outgoing, block, ring_prev(r, n), ws, block);
       if (s != status::success) return fail(t, s);
-    } else {
-      std::uint64_t out_bytes = 0, in_bytes = 0;
-      s = host::compress<Codec>(outgoing, recvcount, out_blob, bound, &out_bytes, opt.codec, cb);
-      if (s != status::success) return fail(t, s);
-      s = t.sendrecv(ring_next(r, n), &out_bytes, 8, ring_prev(r, n), &in_bytes, 8);
-      if (s != status::success) return fail(t, s);
-      if (in_bytes > bound) return fail(t, status::size_mismatch);
-      s = t.sendrecv(ring_next(r, n), out_blob, out_bytes, ring_prev(r, n), in_blob, in_bytes);
-      if (s != status::success) return fail(t, s);
-      host::stream_info info;
-      s = host::read_header(in_blob, in_bytes, &info);
-      if (s == status::success && (info.type != Codec::type || info.count != recvcount)) s = status::size_mismatch;
-      if (s == status::success)
-        s = host::decompress(in_blob, in_bytes, incoming, block, nullptr, host::decompress_options{opt.codec.threads});
-      if (s != status::success) {
-        // keep the ring in step (a corrupt stream must not hang the others), report at the end
-        mine = s;
-        if (block) std::memset(incoming, 0, block);
-      }
+      accumulate<E>(acc, ws, send + static_cast<std::uint64_t>(ring_block(r, k + 2, n)) * block, recvcount);
     }
-    accumulate<E>(acc, incoming, send + static_cast<std::uint64_t>(in_block) * block, recvcount);
+    if (reduction == op::avg) divide<E>(acc, recvcount, n);
+    return status::success;
+  } else {
+    const scatter_layout<Codec> lay(recvcount, opt);
+    // item i = k * S + s: hop k, segment s; the same hops as the plain ring, segment by segment
+    struct hooks {
+      const scatter_layout<Codec>& lay;
+      const collective_options& opt;
+      const typename Codec::codebook_type& cb;
+      int n, r;
+      const std::uint8_t* send;
+      std::uint8_t* acc;
+      std::uint8_t* ws;
+      std::uint64_t block, consumed = 0;
+
+      std::uint64_t S() const { return lay.plan.segments; }
+      int hop(std::uint64_t i) const { return static_cast<int>(i / S()); }
+      std::uint8_t* out_slot(std::uint64_t s) const { return ws + s * lay.plan.slot; }
+      std::uint8_t* in_slot(std::uint64_t s) const { return ws + lay.in_offset + s * lay.plan.slot; }
+      int dst(std::uint64_t) const { return ring_next(r, n); }
+      int src(std::uint64_t) const { return ring_prev(r, n); }
+      bool ready(std::uint64_t i) const { return i < S() || consumed > i - S(); }
+      status produce(std::uint64_t i, section* out) {
+        const std::uint64_t s = i % S();
+        // hop 0 sends the local block (r - 1); later hops the partial sums in acc
+        const std::uint8_t* message = hop(i) == 0 ? send + ring_block(r, 1, n) * block : acc;
+        *out = lay.plan.encode(cb, message, s, opt.codec.checksum, out_slot(s), ws + lay.scratch_offset);
+        return status::success;
+      }
+      landing incoming(std::uint64_t i) { return lay.plan.head(in_slot(i % S()), i % S()); }
+      std::uint64_t tail_in = 0;  // of the item arrived last, which consume() takes next
+      status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+        const status st = lay.plan.arrived(in_slot(i % S()), i % S(), tail_bytes, tail);
+        tail_in = *tail_bytes;
+        return st;
+      }
+      status consume(std::uint64_t i) {
+        const std::uint64_t s = i % S(), base = lay.plan.first(s);
+        const std::uint8_t* local = send + static_cast<std::uint64_t>(ring_block(r, hop(i) + 2, n)) * block;
+        std::uint8_t* decoded = ws + lay.chunk_offset;
+        ++consumed;
+        return lay.plan.decode(
+            in_slot(s), s, tail_in, ws + lay.scratch_offset,
+            [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
+              const status d = host::detail::decode_chunk<E>(chunk, span, m, opt.codec.checksum, decoded);
+              if (d != status::success) return d;
+              const std::uint64_t at = (base + first) * Codec::element_size;
+              accumulate<E>(acc + at, decoded, local + at, m);
+              return status::success;
+            });
+      }
+    } h{lay, opt, cb, n, r, send, acc, ws, block};
+    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1) * lay.plan.segments, opt.pipeline.depth,
+                                  lay.plan.segments, h);
+    if (s != status::success) return s;
+    if (reduction == op::avg) divide<E>(acc, recvcount, n);
+    return agree(t, status::success);
   }
-  if (reduction == op::avg) divide<E>(acc, recvcount, n);
-  if constexpr (std::is_same_v<Strategy, strategy::never>) return status::success;
-  else return agree(t, mine);
 }
 
 // all_reduce = reduce_scatter + all_gather over size() blocks of ceil(count / size()) elements

@@ -7,7 +7,9 @@
 //     speed would: messages on one link are serialised, links work in parallel;
 //   - every link counts the bytes and messages that crossed it;
 //   - abort() from any rank, or a timeout, ends every waiting operation with an error, so a failed
-//     rank never hangs the others.
+//     rank never hangs the others;
+//   - isend() is send() (it completes at once); irecv() records the receive and wait() performs
+//     it, so the link model's clock keeps running while the caller codes the next segment.
 //
 //   zipccl::transport::local_world world(4, {1e9, 5e-6});   // 1 GB/s, 5 us per link
 //   world.run([&](zipccl::transport::local_transport& t) { ... collective on t ... });
@@ -49,6 +51,23 @@ class local_transport {
     return s != status::success ? s : recv(src, rbuf, rbytes);
   }
   inline void abort(status why);
+
+  // The optional request-based operations (transport.hpp).
+  struct request {
+    status result = status::success;
+    int src = -1;  // >= 0: a receive still to perform
+    void* buf = nullptr;
+    std::uint64_t bytes = 0;
+  };
+  request isend(int dst, const void* buf, std::uint64_t bytes) { return request{send(dst, buf, bytes)}; }
+  request irecv(int src, void* buf, std::uint64_t bytes) { return request{status::success, src, buf, bytes}; }
+  status wait(request& q) {
+    if (q.src >= 0) {
+      q.result = recv(q.src, q.buf, q.bytes);
+      q.src = -1;
+    }
+    return q.result;
+  }
 
  private:
   local_world* world_;
@@ -192,5 +211,6 @@ status local_transport::recv(int src, void* buf, std::uint64_t bytes) { return w
 void local_transport::abort(status) { world_->abort(); }
 
 static_assert(is_host_transport_v<local_transport>, "local_transport must model the host transport concept");
+static_assert(has_requests_v<local_transport>, "local_transport offers request-based operations");
 
 }  // namespace zipccl::transport

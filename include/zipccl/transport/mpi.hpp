@@ -7,14 +7,16 @@
 // the user's) and sets MPI_ERRORS_RETURN on the duplicate. Each message is an 8-byte size followed
 // by the data in pieces of at most 1 GiB (MPI counts are int). Waiting operations poll, so that they
 // end with status::peer_failed when any rank calls abort() (a one-byte message on a separate tag to
-// every rank) and with status::timed_out after the timeout. After an error the transport is not
-// reused: build a new one. Needs MPI_THREAD_SINGLE or better; one transport per thread.
+// every rank) and with status::timed_out after the timeout. isend() / irecv() post the size word
+// and every piece at once (MPI_Isend / MPI_Irecv); wait() polls them. After an error the transport
+// is not reused: build a new one. Needs MPI_THREAD_SINGLE or better; one transport per thread.
 #pragma once
 
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -38,35 +40,71 @@ class mpi {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  // One posted operation: the size word and the pieces of the data.
+  class request {
+   public:
+    request() = default;
+
+   private:
+    friend class mpi;
+    struct state {
+      std::uint64_t header = 0;    // the size word sent, or received
+      std::uint64_t expected = 0;  // a receive: the size the caller asked for
+      bool receiving = false;
+      std::vector<MPI_Request> reqs;
+    };
+    std::unique_ptr<state> st_;
+    status early_ = status::success;  // a failure found when posting
+  };
+
+  request isend(int dst, const void* buf, std::uint64_t bytes) {
+    request q;
+    q.st_ = std::make_unique<request::state>();
+    q.st_->header = bytes;
+    if (!valid(dst) || (buf == nullptr && bytes != 0)) q.early_ = status::invalid_argument;
+    else if (aborted_) q.early_ = status::peer_failed;
+    else q.early_ = post(dst, &q.st_->header, const_cast<void*>(buf), bytes, true, &q.st_->reqs);
+    return q;
+  }
+
+  // The size word and every piece are posted at once, so the data can flow before wait().
+  request irecv(int src, void* buf, std::uint64_t bytes) {
+    request q;
+    q.st_ = std::make_unique<request::state>();
+    q.st_->expected = bytes;
+    q.st_->receiving = true;
+    if (!valid(src) || (buf == nullptr && bytes != 0)) q.early_ = status::invalid_argument;
+    else if (aborted_) q.early_ = status::peer_failed;
+    else q.early_ = post(src, &q.st_->header, buf, bytes, false, &q.st_->reqs);
+    return q;
+  }
+
+  status wait(request& q) {
+    if (!q.st_) return q.early_;
+    std::unique_ptr<request::state> st = std::move(q.st_);
+    if (q.early_ != status::success) {
+      cancel(st->reqs);
+      return q.early_;
+    }
+    return wait_all(*st);
+  }
+
   status send(int dst, const void* buf, std::uint64_t bytes) {
-    std::vector<MPI_Request> reqs;
-    std::uint64_t header = bytes;
-    const status s = post_send(dst, buf, bytes, &header, &reqs);
-    return s != status::success ? s : wait(reqs);
+    request q = isend(dst, buf, bytes);
+    return wait(q);
   }
 
   status recv(int src, void* buf, std::uint64_t bytes) {
-    if (!valid(src) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
-    if (aborted_) return status::peer_failed;
-    std::uint64_t header = 0;
-    std::vector<MPI_Request> reqs(1);
-    if (MPI_Irecv(&header, 8, MPI_BYTE, src, data_tag, comm_, &reqs[0]) != MPI_SUCCESS) return status::invalid_argument;
-    status s = wait(reqs);
-    if (s != status::success) return s;
-    if (header != bytes) return status::size_mismatch;
-    reqs.clear();
-    s = post_pieces(src, buf, bytes, false, &reqs);
-    return s != status::success ? s : wait(reqs);
+    request q = irecv(src, buf, bytes);
+    return wait(q);
   }
 
   status sendrecv(int dst, const void* sbuf, std::uint64_t sbytes, int src, void* rbuf, std::uint64_t rbytes) {
-    std::vector<MPI_Request> sends;
-    std::uint64_t header = sbytes;
-    status s = post_send(dst, sbuf, sbytes, &header, &sends);
-    if (s != status::success) return s;
-    s = recv(src, rbuf, rbytes);
-    const status w = wait(sends);
-    return s != status::success ? s : w;
+    request out = isend(dst, sbuf, sbytes);
+    request in = irecv(src, rbuf, rbytes);
+    const status r = wait(in);
+    const status w = wait(out);
+    return r != status::success ? r : w;
   }
 
   void abort(status why) {
@@ -87,45 +125,65 @@ class mpi {
 
   bool valid(int r) const { return r >= 0 && r < size_; }
 
-  status post_pieces(int peer, void* buf, std::uint64_t bytes, bool sending, std::vector<MPI_Request>* reqs) {
+  // Posts the size word and the data's pieces (sends or receives).
+  status post(int peer, std::uint64_t* header, void* buf, std::uint64_t bytes, bool sending,
+              std::vector<MPI_Request>* reqs) {
     auto* p = static_cast<std::uint8_t*>(buf);
-    for (std::uint64_t off = 0; off < bytes; off += piece) {
-      const int n = static_cast<int>(bytes - off < piece ? bytes - off : piece);
+    auto one = [&](void* at, std::uint64_t n) {
       MPI_Request req;
-      const int rc = sending ? MPI_Isend(p + off, n, MPI_BYTE, peer, data_tag, comm_, &req)
-                             : MPI_Irecv(p + off, n, MPI_BYTE, peer, data_tag, comm_, &req);
-      if (rc != MPI_SUCCESS) return status::invalid_argument;
-      reqs->push_back(req);
-    }
+      const int rc = sending ? MPI_Isend(at, static_cast<int>(n), MPI_BYTE, peer, data_tag, comm_, &req)
+                             : MPI_Irecv(at, static_cast<int>(n), MPI_BYTE, peer, data_tag, comm_, &req);
+      if (rc == MPI_SUCCESS) reqs->push_back(req);
+      return rc == MPI_SUCCESS;
+    };
+    if (!one(header, 8)) return status::invalid_argument;
+    for (std::uint64_t off = 0; off < bytes; off += piece)
+      if (!one(p + off, bytes - off < piece ? bytes - off : piece)) return status::invalid_argument;
     return status::success;
   }
 
-  status post_send(int dst, const void* buf, std::uint64_t bytes, std::uint64_t* header, std::vector<MPI_Request>* reqs) {
-    if (!valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
-    if (aborted_) return status::peer_failed;
-    MPI_Request req;
-    if (MPI_Isend(header, 8, MPI_BYTE, dst, data_tag, comm_, &req) != MPI_SUCCESS) return status::invalid_argument;
-    reqs->push_back(req);
-    return post_pieces(dst, const_cast<void*>(buf), bytes, true, reqs);
+  static void cancel(std::vector<MPI_Request>& reqs) {
+    for (auto& r : reqs)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
   }
 
-  // Waits for every request, watching for aborts from other ranks and for the timeout.
-  status wait(std::vector<MPI_Request>& reqs) {
+  // Waits for a request's operations, watching for aborts from other ranks, for the timeout and,
+  // on a receive, for a size word that differs from the size asked for.
+  status wait_all(request::state& st) {
+    std::vector<MPI_Request>& reqs = st.reqs;
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    bool header_checked = !st.receiving;
     for (unsigned spin = 0;; ++spin) {
-      int done = 0;
       if (reqs.empty()) return status::success;
-      if (MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      if (!header_checked) {
+        int got = 0;
+        if (MPI_Test(&reqs[0], &got, MPI_STATUS_IGNORE) != MPI_SUCCESS) got = -1;
+        if (got != 0) {
+          header_checked = true;
+          if (got < 0 || st.header != st.expected) {
+            cancel(reqs);
+            aborted_ = true;  // the pieces of both sides no longer line up
+            return status::size_mismatch;
+          }
+        }
+      }
+      int done = 0;
+      if (MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+        cancel(reqs);
+        aborted_ = true;
         return status::size_mismatch;  // e.g. a truncated piece: the peer's sizes differ
-      if (done) return status::success;
+      }
+      if (done) {
+        if (st.receiving && st.header != st.expected) return status::size_mismatch;
+        return status::success;
+      }
       int flag = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, abort_tag, comm_, &flag, MPI_STATUS_IGNORE);
       if (flag || aborted_ || std::chrono::steady_clock::now() > deadline) {
-        for (auto& r : reqs)
-          if (r != MPI_REQUEST_NULL) {
-            MPI_Cancel(&r);
-            MPI_Request_free(&r);
-          }
+        cancel(reqs);
         const bool failed = flag || aborted_;
         aborted_ = true;
         return failed ? status::peer_failed : status::timed_out;
@@ -141,5 +199,6 @@ class mpi {
 };
 
 static_assert(is_host_transport_v<mpi>, "transport::mpi must model the host transport concept");
+static_assert(has_requests_v<mpi>, "transport::mpi offers request-based operations");
 
 }  // namespace zipccl::transport

@@ -15,6 +15,17 @@
 // Messages between two ranks arrive in the order they were sent. A receive whose size differs from
 // the message's returns status::size_mismatch (nothing is copied past the receiver's buffer). A
 // transport never hangs forever on a failed peer: operations fail with peer_failed or timed_out.
+//
+// Optional, for pipelining: request-based operations. With them the collectives keep transfers in
+// flight while they code the next segment; without them they run the same steps in lock step with
+// sendrecv (correct, but coding and transfers do not overlap).
+//
+//   request isend(int dst, const void* buf, std::uint64_t bytes);   buf stays valid until wait()
+//   request irecv(int src, void* buf, std::uint64_t bytes);         buf stays valid until wait()
+//   status wait(request& r);                                         exactly once per request
+//
+// `request` is a default-constructible, movable member type. Receives from one source complete in
+// the order they were posted, and the collectives wait on them in that order too.
 #pragma once
 
 #include <cstdint>
@@ -42,5 +53,24 @@ struct is_host_transport<
 
 template <class T>
 inline constexpr bool is_host_transport_v = detail::is_host_transport<T>::value;
+
+namespace detail {
+template <class T, class = void>
+struct has_requests : std::false_type {};
+template <class T>
+struct has_requests<
+    T, std::void_t<typename T::request,
+                   decltype(std::declval<T&>().isend(0, static_cast<const void*>(nullptr), std::uint64_t{})),
+                   decltype(std::declval<T&>().irecv(0, static_cast<void*>(nullptr), std::uint64_t{})),
+                   decltype(std::declval<T&>().wait(std::declval<typename T::request&>()))>>
+    : std::bool_constant<
+          std::is_same_v<decltype(std::declval<T&>().isend(0, nullptr, 0)), typename T::request> &&
+          std::is_same_v<decltype(std::declval<T&>().irecv(0, nullptr, 0)), typename T::request> &&
+          std::is_same_v<decltype(std::declval<T&>().wait(std::declval<typename T::request&>())), status>> {};
+}  // namespace detail
+
+// Whether a host transport offers the optional request-based operations.
+template <class T>
+inline constexpr bool has_requests_v = detail::has_requests<T>::value;
 
 }  // namespace zipccl::transport

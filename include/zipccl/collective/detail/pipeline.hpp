@@ -1,0 +1,199 @@
+// zipccl: the segment plan and the pipeline that drives the compressed collectives.
+//
+// A message is cut into segments (collective_options::pipeline.segment_elems, a multiple of the
+// chunk size); every segment travels as the two sections of detail/wire.hpp. A collective is a
+// sequence of items i = 0 .. items-1: in step i a rank sends one segment to dst(i) and receives one
+// from src(i). The collective says what the items are through a hooks object:
+//
+//   bool ready(i)                       outgoing item i can be produced now
+//   status produce(i, section* out)     encode it (or point at a received segment to forward)
+//   section incoming(i)                 where the fixed section of incoming item i goes
+//   status arrived(i, std::uint64_t* tail_bytes, std::uint8_t** tail)
+//                                       its fixed section is in: where, and how long, its tail is
+//   status consume(i)                   decode (and reduce) incoming item i
+//   int dst(i), src(i)                  the peers of step i
+//
+// consume(i) runs after arrived(i) and before arrived(i + 1); produce(i) runs before consume(i).
+//
+// With a transport that offers requests, outgoing items are posted up to `depth` steps ahead of
+// the receives, and item i - 1 is consumed while item i is in flight, so coding overlaps the
+// transfers; outgoing item i reuses the buffer of item i - reuse (0: buffers are never reused), so
+// that item's sends complete first. Without requests the same steps run in lock step with
+// sendrecv. Any error aborts the transport (every rank's pending operations then fail) and is
+// returned.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <utility>
+
+#include "../../error.hpp"
+#include "../../format/bytes.hpp"
+#include "../../transport/transport.hpp"
+#include "wire.hpp"
+
+namespace zipccl::collective::detail {
+
+// One segment's two sections.
+struct section {
+  const std::uint8_t* fixed = nullptr;
+  std::uint64_t fixed_bytes = 0;
+  const std::uint8_t* tail = nullptr;
+  std::uint64_t tail_bytes = 0;
+};
+struct landing {
+  std::uint8_t* fixed = nullptr;
+  std::uint64_t fixed_bytes = 0;
+};
+
+// How a message of `count` elements is cut into segments, and how a segment lies in its slot of
+// the workspace and on the wire:
+//   slot:   preamble (16 bytes) | fixed section | tail section
+//   wire:   message 1 = preamble + fixed section, message 2 = tail section
+// The preamble holds the message's element count and the element type with the segment's index,
+// so a peer that was given another count or codec is caught on the first segment it sends.
+template <class Codec>
+struct segment_plan {
+  static constexpr std::uint64_t preamble = 16;
+  std::uint64_t count = 0, chunk = 0, seg = 0, segments = 0, slot = 0;
+
+  segment_plan(std::uint64_t n, std::uint64_t chunk_elems, std::uint64_t segment_elems)
+      : count(n), chunk(chunk_elems) {
+    seg = segment_elems == 0 ? n : (segment_elems + chunk - 1) / chunk * chunk;
+    if (seg > n) seg = n;
+    segments = seg ? (n + seg - 1) / seg : 0;
+    slot = format::align_up(preamble + wire<Codec>::max_bytes(seg, chunk), 16);
+  }
+  std::uint64_t first(std::uint64_t s) const { return s * seg; }
+  std::uint64_t elems(std::uint64_t s) const { return count - s * seg < seg ? count - s * seg : seg; }
+  std::uint64_t head_bytes(std::uint64_t s) const { return preamble + wire<Codec>::fixed_bytes(elems(s), chunk); }
+  std::uint64_t tag(std::uint64_t s) const { return (static_cast<std::uint64_t>(Codec::type) << 56) | s; }
+
+  // Encodes segment s of the message at `message` into the slot at p.
+  section encode(const typename Codec::codebook_type& cb, const void* message, std::uint64_t s, bool checksum,
+                 std::uint8_t* p, std::uint8_t* scratch) const {
+    format::store_le<std::uint64_t>(p, count);
+    format::store_le<std::uint64_t>(p + 8, tag(s));
+    const auto* in = static_cast<const std::uint8_t*>(message) + first(s) * Codec::element_size;
+    const std::uint64_t tail = wire<Codec>::encode(cb, in, elems(s), chunk, checksum, p + preamble,
+                                                   p + head_bytes(s), scratch);
+    return {p, head_bytes(s), p + head_bytes(s), tail};
+  }
+  // A slot whose segment is already in place (to forward it).
+  section stored(std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes) const {
+    return {p, head_bytes(s), p + head_bytes(s), tail_bytes};
+  }
+  landing head(std::uint8_t* p, std::uint64_t s) const { return {p, head_bytes(s)}; }
+  // The first message of segment s is in at p: checks it, gives the tail's size and place.
+  status arrived(std::uint8_t* p, std::uint64_t s, std::uint64_t* tail_bytes, std::uint8_t** tail) const {
+    if (format::load_le<std::uint64_t>(p) != count || format::load_le<std::uint64_t>(p + 8) != tag(s))
+      return status::size_mismatch;
+    const status st = wire<Codec>::tail_bytes(p + preamble, elems(s), chunk, tail_bytes);
+    if (st != status::success) return st;
+    if (*tail_bytes > slot - head_bytes(s)) return status::corrupt;
+    *tail = p + head_bytes(s);
+    return status::success;
+  }
+  template <class Sink>
+  status decode(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, std::uint8_t* scratch,
+                Sink&& sink) const {
+    return wire<Codec>::decode(p + preamble, p + head_bytes(s), tail_bytes, elems(s), chunk, scratch, sink);
+  }
+  status decode_into(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, bool checksum, void* message,
+                     std::uint8_t* scratch) const {
+    auto* out = static_cast<std::uint8_t*>(message) + first(s) * Codec::element_size;
+    return wire<Codec>::decode_into(p + preamble, p + head_bytes(s), tail_bytes, elems(s), chunk, checksum, out,
+                                    scratch);
+  }
+};
+
+template <class Transport, class Hooks>
+status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint64_t reuse, Hooks& h) {
+  if constexpr (transport::has_requests_v<Transport>) {
+    using request = typename Transport::request;
+    struct pending {
+      std::uint64_t item;
+      request fixed, tail;
+    };
+    std::deque<pending> sends;
+    std::uint64_t posted = 0;
+    status err = status::success;
+    auto retire = [&]() {
+      status a = t.wait(sends.front().fixed);
+      status b = t.wait(sends.front().tail);
+      sends.pop_front();
+      return a != status::success ? a : b;
+    };
+    auto stop = [&](status s) {
+      t.abort(s);
+      while (!sends.empty()) retire();  // after the abort these end at once
+      return s;
+    };
+    auto post_ready = [&](std::uint64_t limit) {
+      while (posted < items && posted < limit && h.ready(posted)) {
+        while (reuse != 0 && !sends.empty() && sends.front().item + reuse <= posted)  // buffer reused
+          if ((err = retire()) != status::success) return err;
+        section out;
+        if ((err = h.produce(posted, &out)) != status::success) return err;
+        const int dst = h.dst(posted);
+        pending p{posted, t.isend(dst, out.fixed, out.fixed_bytes), {}};  // braces: the head is posted first
+        p.tail = t.isend(dst, out.tail, out.tail_bytes);
+        sends.push_back(std::move(p));
+        ++posted;
+      }
+      return status::success;
+    };
+    for (std::uint64_t i = 0; i < items; ++i) {
+      if ((err = post_ready(i + depth)) != status::success) return stop(err);
+      const landing in = h.incoming(i);
+      request rf = t.irecv(h.src(i), in.fixed, in.fixed_bytes);
+      if (i > 0 && (err = h.consume(i - 1)) != status::success) {
+        t.abort(err);
+        t.wait(rf);
+        return stop(err);
+      }
+      if ((err = post_ready(i + depth)) != status::success) {
+        t.wait(rf);
+        return stop(err);
+      }
+      if ((err = t.wait(rf)) != status::success) return stop(err);
+      std::uint64_t tail_bytes = 0;
+      std::uint8_t* tail = nullptr;
+      if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
+      request rt = t.irecv(h.src(i), tail, tail_bytes);
+      if ((err = t.wait(rt)) != status::success) return stop(err);
+      while (sends.size() > depth)
+        if ((err = retire()) != status::success) return stop(err);
+    }
+    if (items && (err = h.consume(items - 1)) != status::success) return stop(err);
+    while (!sends.empty())
+      if ((err = retire()) != status::success) return stop(err);
+    return status::success;
+  } else {
+    (void)depth;
+    (void)reuse;
+    status err = status::success;
+    auto stop = [&](status s) {
+      t.abort(s);
+      return s;
+    };
+    for (std::uint64_t i = 0; i < items; ++i) {
+      // the collectives' items depend only on earlier ones, so item i is ready here
+      if (i > 0 && (err = h.consume(i - 1)) != status::success) return stop(err);
+      section out;
+      if ((err = h.produce(i, &out)) != status::success) return stop(err);
+      const landing in = h.incoming(i);
+      err = t.sendrecv(h.dst(i), out.fixed, out.fixed_bytes, h.src(i), in.fixed, in.fixed_bytes);
+      if (err != status::success) return stop(err);
+      std::uint64_t tail_bytes = 0;
+      std::uint8_t* tail = nullptr;
+      if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
+      err = t.sendrecv(h.dst(i), out.tail, out.tail_bytes, h.src(i), tail, tail_bytes);
+      if (err != status::success) return stop(err);
+    }
+    if (items && (err = h.consume(items - 1)) != status::success) return stop(err);
+    return status::success;
+  }
+}
+
+}  // namespace zipccl::collective::detail

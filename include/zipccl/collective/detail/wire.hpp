@@ -1,0 +1,133 @@
+// zipccl: how the collectives put a compressed segment on the wire, in two sections.
+//
+// A segment of `count` elements is cut into chunks of `chunk_elems` (docs/FORMAT.md, "Chunk").
+// Every chunk is encoded as in a stream, then split at its fixed size
+//   fixed(m) = min(escapes_offset(m), stored_bytes(m))
+// which depends only on the chunk's element count. The segment travels as two messages:
+//   fixed section: the first fixed(m) bytes of every chunk, back to back; its size is known to
+//                  both sides from the count alone;
+//   tail section:  the rest of every chunk (escapes and padding, or the rest of a stored chunk),
+//                  back to back; its size follows from the chunk headers in the fixed section.
+// So no size message is needed, and a receiver can validate and plan a segment as soon as its fixed
+// section arrives. There is no stream header: both sides know the codec and the count.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "../../codec/chunk_codec.hpp"
+#include "../../error.hpp"
+#include "../../format/chunk.hpp"
+#include "../../host/detail/chunk_dispatch.hpp"
+
+namespace zipccl::collective::detail {
+
+template <class Codec>
+struct wire {
+  using E = typename Codec::element_type;
+  using L = format::chunk_layout<E>;
+
+  static constexpr std::uint64_t chunk_fixed(std::uint64_t m) {
+    return L::escapes_offset(m) < L::stored_bytes(m) ? L::escapes_offset(m) : L::stored_bytes(m);
+  }
+  // The fixed section's size for `count` elements.
+  static constexpr std::uint64_t fixed_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
+    const std::uint64_t full = count / chunk_elems, rest = count % chunk_elems;
+    return full * chunk_fixed(chunk_elems) + (rest ? chunk_fixed(rest) : 0);
+  }
+  // The largest fixed + tail for `count` elements (every chunk stored).
+  static constexpr std::uint64_t max_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
+    const std::uint64_t full = count / chunk_elems, rest = count % chunk_elems;
+    return full * L::stored_bytes(chunk_elems) + (rest ? L::stored_bytes(rest) : 0);
+  }
+  // The scratch encode() and decode() need: one chunk.
+  static constexpr std::uint64_t scratch_bytes(std::uint64_t chunk_elems) { return L::stored_bytes(chunk_elems); }
+
+  // Encodes `count` elements at `in`: the fixed section to `fixed`, the tail section to `tail`
+  // (room for max_bytes - fixed_bytes). Returns the tail section's size.
+  static std::uint64_t encode(const typename Codec::codebook_type& cb, const void* in, std::uint64_t count,
+                              std::uint64_t chunk_elems, bool checksum, std::uint8_t* fixed, std::uint8_t* tail,
+                              std::uint8_t* scratch) {
+    const auto* src = static_cast<const std::uint8_t*>(in);
+    std::uint64_t tail_bytes = 0;
+    for (std::uint64_t first = 0; first < count; first += chunk_elems) {
+      const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
+      const std::uint64_t f = chunk_fixed(m);
+      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, scratch);
+      std::memcpy(fixed, scratch, f);
+      std::memcpy(tail + tail_bytes, scratch + f, size - f);
+      fixed += f;
+      tail_bytes += size - f;
+    }
+    return tail_bytes;
+  }
+
+  // The tail section's size, from the chunk headers in a received fixed section; corrupt when a
+  // header is not valid for its chunk.
+  static status tail_bytes(const std::uint8_t* fixed, std::uint64_t count, std::uint64_t chunk_elems,
+                           std::uint64_t* out) {
+    std::uint64_t total = 0;
+    for (std::uint64_t first = 0; first < count; first += chunk_elems) {
+      const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
+      std::uint64_t span = 0;
+      const status s = chunk_span(fixed, m, &span);
+      if (s != status::success) return s;
+      total += span - chunk_fixed(m);
+      fixed += chunk_fixed(m);
+    }
+    *out = total;
+    return status::success;
+  }
+
+  // Decodes a segment whose tail section holds tail_bytes bytes. For each chunk, sink(first, m,
+  // chunk, span) receives the chunk's bytes joined in `scratch`; it decodes them and returns a
+  // status. decode() stops at the first error.
+  template <class Sink>
+  static status decode(const std::uint8_t* fixed, const std::uint8_t* tail, std::uint64_t tail_bytes,
+                       std::uint64_t count, std::uint64_t chunk_elems, std::uint8_t* scratch, Sink&& sink) {
+    std::uint64_t used = 0;
+    for (std::uint64_t first = 0; first < count; first += chunk_elems) {
+      const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
+      const std::uint64_t f = chunk_fixed(m);
+      std::uint64_t span = 0;
+      status s = chunk_span(fixed, m, &span);
+      if (s != status::success) return s;
+      if (span - f > tail_bytes - used) return status::corrupt;
+      std::memcpy(scratch, fixed, f);
+      std::memcpy(scratch + f, tail + used, span - f);
+      s = sink(first, m, static_cast<const std::uint8_t*>(scratch), span);
+      if (s != status::success) return s;
+      fixed += f;
+      used += span - f;
+    }
+    return used == tail_bytes ? status::success : status::corrupt;
+  }
+
+  // Decodes a segment into `out` (count elements).
+  static status decode_into(const std::uint8_t* fixed, const std::uint8_t* tail, std::uint64_t tail_bytes,
+                            std::uint64_t count, std::uint64_t chunk_elems, bool checksum, void* out,
+                            std::uint8_t* scratch) {
+    auto* dst = static_cast<std::uint8_t*>(out);
+    return decode(fixed, tail, tail_bytes, count, chunk_elems, scratch,
+                  [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
+                    return host::detail::decode_chunk<E>(chunk, span, m, checksum, dst + first * L::elem_size);
+                  });
+  }
+
+ private:
+  // A chunk's whole size from its header, which the fixed section always holds.
+  static status chunk_span(const std::uint8_t* fixed, std::uint64_t m, std::uint64_t* span) {
+    const format::chunk_header h = format::read_chunk_header(fixed);
+    if (h.mode == format::chunk_mode::stored) {
+      *span = L::stored_bytes(m);
+    } else if (h.mode == format::chunk_mode::coded) {
+      if (L::escape_budget(m) < 0 || h.escapes > static_cast<std::uint64_t>(L::escape_budget(m))) return status::corrupt;
+      *span = L::coded_bytes(m, h.escapes);
+    } else {
+      return status::corrupt;
+    }
+    return codec_detail::check_chunk_header<E>(h, *span, m);
+  }
+};
+
+}  // namespace zipccl::collective::detail

@@ -1,0 +1,91 @@
+// The collectives' wire framing (collective/detail/wire.hpp and the segment plan of
+// detail/pipeline.hpp): the fixed section's size depends on the count alone, the tail's size is
+// read back from the fixed section, the two sections decode to the input bit for bit, and a
+// damaged or mismatched segment is an error.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include <zipccl/collective.hpp>
+
+#include "../support/codecs.hpp"
+#include "../support/test_data.hpp"
+
+using namespace zipccl;
+using collective::detail::segment_plan;
+using collective::detail::wire;
+
+TEMPLATE_LIST_TEST_CASE("wire sections round-trip and announce their own tail", "[collective][wire][host]",
+                        testing::all_codecs) {
+  using T = typename TestType::bits_type;
+  using W = wire<TestType>;
+  std::mt19937_64 rng(42);
+  for (std::uint64_t chunk : {256u, 1024u}) {
+    for (std::uint64_t count : {0ull, 1ull, 31ull, 255ull, 256ull, 257ull, 1023ull, 4097ull, 20000ull}) {
+      INFO("chunk " << chunk << ", count " << count);
+      for (bool noise : {false, true}) {  // near-Gaussian data, or random bits (stored chunks)
+        auto in = testing::make_tensor<typename TestType::element_type>(count, 0.02, testing::distribution::gaussian, rng());
+        if (noise)
+          for (auto& v : in) v = static_cast<T>(rng());
+        const auto policy = testing::policy_for<TestType>(in.data(), in.size());
+        std::vector<std::uint8_t> fixed(W::fixed_bytes(count, chunk) + 1), tail(W::max_bytes(count, chunk) + 1);
+        std::vector<std::uint8_t> scratch(W::scratch_bytes(chunk));
+        const std::uint64_t tb = W::encode(policy, in.data(), count, chunk, true, fixed.data(), tail.data(), scratch.data());
+        REQUIRE(W::fixed_bytes(count, chunk) + tb <= W::max_bytes(count, chunk));
+        std::uint64_t announced = ~0ull;
+        REQUIRE(W::tail_bytes(fixed.data(), count, chunk, &announced) == status::success);
+        REQUIRE(announced == tb);
+        std::vector<T> out(count, T(0));
+        REQUIRE(W::decode_into(fixed.data(), tail.data(), tb, count, chunk, true, out.data(), scratch.data()) ==
+                status::success);
+        REQUIRE(out == in);
+        if (count >= 256 && !noise) {
+          // a damaged chunk header in the fixed section: caught before any tail is read
+          auto bad = fixed;
+          bad[0] = 0x7E;
+          CHECK(W::tail_bytes(bad.data(), count, chunk, &announced) == status::corrupt);
+          // a damaged body, with checksums on: caught by decode
+          bad = fixed;
+          bad[W::fixed_bytes(count, chunk) / 2] ^= 0x01;
+          const status s = W::decode_into(bad.data(), tail.data(), tb, count, chunk, true, out.data(), scratch.data());
+          CHECK(s != status::success);
+          // a tail of the wrong length
+          if (tb)
+            CHECK(W::decode_into(fixed.data(), tail.data(), tb - 1, count, chunk, true, out.data(), scratch.data()) ==
+                  status::corrupt);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the fixed section's size depends on the count only", "[collective][wire][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using W = wire<C>;
+  // 3-bit codes and a raw byte per element: 11/16 of the raw size plus the chunk headers
+  CHECK(W::fixed_bytes(8192, 8192) == 16 + 256 * 12 + 8192);
+  CHECK(W::fixed_bytes(8193, 8192) == W::fixed_bytes(8192, 8192) + W::chunk_fixed(1));
+  // a chunk too small to code: the fixed part is the whole stored chunk
+  using H = wire<codec<fp16, codebook::histogram>>;
+  CHECK(H::chunk_fixed(1) == 32);
+}
+
+TEST_CASE("a segment's preamble names the count and element type", "[collective][wire][host]") {
+  using C = codec<bf16, codebook::histogram>;
+  const auto in = testing::make_tensor<bf16>(5000, 0.01, testing::distribution::gaussian, 3);
+  const segment_plan<C> plan(5000, 1024, 2048);
+  REQUIRE(plan.segments == 3);
+  CHECK(plan.elems(2) == 5000 - 4096);
+  std::vector<std::uint8_t> slot(plan.slot), scratch(wire<C>::scratch_bytes(1024));
+  const auto sec = plan.encode({}, in.data(), 1, false, slot.data(), scratch.data());
+  std::uint64_t tb = 0;
+  std::uint8_t* tail = nullptr;
+  CHECK(plan.arrived(slot.data(), 1, &tb, &tail) == status::success);
+  CHECK(tb == sec.tail_bytes);
+  CHECK(plan.arrived(slot.data(), 2, &tb, &tail) == status::size_mismatch);  // another segment's index
+  const segment_plan<C> other(5001, 1024, 2048);
+  CHECK(other.arrived(slot.data(), 1, &tb, &tail) == status::size_mismatch);  // another count
+  const segment_plan<codec<fp16, codebook::histogram>> fp16_plan(5000, 1024, 2048);
+  CHECK(fp16_plan.arrived(slot.data(), 1, &tb, &tail) == status::size_mismatch);  // another type
+}
