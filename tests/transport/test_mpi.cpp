@@ -44,6 +44,7 @@ TEMPLATE_LIST_TEST_CASE("collectives over MPI equal the plain ring bit for bit",
   using T = typename TestType::bits_type;
   collective_options opt;
   opt.codec.chunk_elems = 1024;
+  opt.pipeline.segment_elems = 2048;  // 5001 elements: three segments in flight
   for (std::uint64_t count : {0ull, 1ull, 1025ull, 5001ull}) {
     transport::mpi t(MPI_COMM_WORLD, timeout);
     const int n = t.size(), r = t.rank();
@@ -74,6 +75,36 @@ TEMPLATE_LIST_TEST_CASE("collectives over MPI equal the plain ring bit for bit",
     REQUIRE(all_reduce<TestType, strategy::never>(in.data(), c.data(), count, op::avg, t, ws4.data(), ws4.size(), opt, policy) == status::success);
     REQUIRE(all_reduce<TestType>(in.data(), d.data(), count, op::avg, t, ws5.data(), ws5.size(), opt, policy) == status::success);
     REQUIRE(c == d);
+    // all_to_all: rank r sends (r + p) % 3 * count / 2 + p elements to rank p
+    std::vector<std::uint64_t> sc(n), sd(n), rc(n), rd(n);
+    std::uint64_t st = 0, rt = 0;
+    for (int p = 0; p < n; ++p) {
+      sc[p] = (r + p) % 3 * count / 2 + p;
+      rc[p] = (p + r) % 3 * count / 2 + r;
+      sd[p] = st;
+      rd[p] = rt;
+      st += sc[p];
+      rt += rc[p];
+    }
+    const auto src = input<TestType>(r, st);
+    std::vector<T> e(rt), f(rt);
+    std::vector<std::uint8_t> ws6(all_to_all_workspace<TestType>(sc.data(), rc.data(), n, opt));
+    REQUIRE(all_to_all<TestType, strategy::never>(src.data(), sc.data(), sd.data(), e.data(), rc.data(), rd.data(), t,
+                                                  nullptr, 0, opt, policy) == status::success);
+    REQUIRE(all_to_all<TestType>(src.data(), sc.data(), sd.data(), f.data(), rc.data(), rd.data(), t, ws6.data(),
+                                 ws6.size(), opt, policy) == status::success);
+    REQUIRE(e == f);
+    // send / recv between pairs of ranks (0 -> 1, 2 -> 3)
+    if (r + 1 < n || r % 2 == 1) {
+      std::vector<T> g(count);
+      std::vector<std::uint8_t> ws7(send_recv_workspace<TestType>(count, opt));
+      if (r % 2 == 0) {
+        REQUIRE(send<TestType>(in.data(), count, r + 1, t, ws7.data(), ws7.size(), opt, policy) == status::success);
+      } else {
+        REQUIRE(recv<TestType>(g.data(), count, r - 1, t, ws7.data(), ws7.size(), opt) == status::success);
+        REQUIRE(g == input<TestType>(r - 1, count));
+      }
+    }
   }
 }
 

@@ -29,8 +29,9 @@
 namespace zipccl {
 
 namespace collective::detail {
-// The compressed reduce_scatter's workspace: an outgoing and an incoming slot per segment, one
-// chunk of coding scratch and one decoded chunk.
+// The compressed reduce_scatter's workspace: an outgoing slot per segment, two incoming slots
+// (item i lands in slot i % 2: the receive of item i + 1 is posted before item i is consumed),
+// one chunk of coding scratch and one decoded chunk.
 template <class Codec>
 struct scatter_layout {
   segment_plan<Codec> plan;
@@ -38,7 +39,7 @@ struct scatter_layout {
   scatter_layout(std::uint64_t count, const collective_options& opt)
       : plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems) {
     in_offset = plan.slot * plan.segments;
-    scratch_offset = 2 * in_offset;
+    scratch_offset = in_offset + 2 * plan.slot;
     chunk_offset = scratch_offset + format::align_up(wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
     total = chunk_offset + format::align_up(std::uint64_t{opt.codec.chunk_elems} * Codec::element_size, 16);
   }
@@ -131,7 +132,7 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
       std::uint64_t S() const { return lay.plan.segments; }
       int hop(std::uint64_t i) const { return static_cast<int>(i / S()); }
       std::uint8_t* out_slot(std::uint64_t s) const { return ws + s * lay.plan.slot; }
-      std::uint8_t* in_slot(std::uint64_t s) const { return ws + lay.in_offset + s * lay.plan.slot; }
+      std::uint8_t* in_slot(std::uint64_t i) const { return ws + lay.in_offset + (i % 2) * lay.plan.slot; }
       int dst(std::uint64_t) const { return ring_next(r, n); }
       int src(std::uint64_t) const { return ring_prev(r, n); }
       bool ready(std::uint64_t i) const { return i < S() || consumed > i - S(); }
@@ -142,10 +143,10 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
         *out = lay.plan.encode(cb, message, s, opt.codec.checksum, out_slot(s), ws + lay.scratch_offset);
         return status::success;
       }
-      landing incoming(std::uint64_t i) { return lay.plan.head(in_slot(i % S()), i % S()); }
+      landing incoming(std::uint64_t i) { return lay.plan.head(in_slot(i), i % S()); }
       std::uint64_t tail_in = 0;  // of the item arrived last, which consume() takes next
       status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
-        const status st = lay.plan.arrived(in_slot(i % S()), i % S(), tail_bytes, tail);
+        const status st = lay.plan.arrived(in_slot(i), i % S(), tail_bytes, tail);
         tail_in = *tail_bytes;
         return st;
       }
@@ -155,7 +156,7 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
         std::uint8_t* decoded = ws + lay.chunk_offset;
         ++consumed;
         return lay.plan.decode(
-            in_slot(s), s, tail_in, ws + lay.scratch_offset,
+            in_slot(i), s, tail_in, ws + lay.scratch_offset,
             [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
               const status d = host::detail::decode_chunk<E>(chunk, span, m, opt.codec.checksum, decoded);
               if (d != status::success) return d;

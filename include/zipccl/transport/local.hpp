@@ -8,8 +8,10 @@
 //   - every link counts the bytes and messages that crossed it;
 //   - abort() from any rank, or a timeout, ends every waiting operation with an error, so a failed
 //     rank never hangs the others;
-//   - isend() is send() (it completes at once); irecv() records the receive and wait() performs
-//     it, so the link model's clock keeps running while the caller codes the next segment.
+//   - isend() is send() (it completes at once); irecv() takes the message at once if it has
+//     arrived, else records the receive for wait() to perform, so the link model's clock keeps
+//     running while the caller codes the next segment (and a buffer still in use by a posted
+//     receive is written early, as a real network would).
 //
 //   zipccl::transport::local_world world(4, {1e9, 5e-6});   // 1 GB/s, 5 us per link
 //   world.run([&](zipccl::transport::local_transport& t) { ... collective on t ... });
@@ -60,7 +62,7 @@ class local_transport {
     std::uint64_t bytes = 0;
   };
   request isend(int dst, const void* buf, std::uint64_t bytes) { return request{send(dst, buf, bytes)}; }
-  request irecv(int src, void* buf, std::uint64_t bytes) { return request{status::success, src, buf, bytes}; }
+  inline request irecv(int src, void* buf, std::uint64_t bytes);
   status wait(request& q) {
     if (q.src >= 0) {
       q.result = recv(q.src, q.buf, q.bytes);
@@ -165,7 +167,8 @@ class local_world {
     return status::success;
   }
 
-  status recv(int dst, int src, void* buf, std::uint64_t bytes) {
+  // wait == false: returns timed_out at once when no message has arrived yet.
+  status recv(int dst, int src, void* buf, std::uint64_t bytes, bool wait = true) {
     if (!valid(src) || !valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
     std::unique_lock<std::mutex> lock(mu_);
     const auto deadline = clock::now() + timeout_;
@@ -174,7 +177,7 @@ class local_world {
       if (aborted_) return status::peer_failed;
       const auto now = clock::now();
       if (!l.queue.empty() && l.queue.front().ready <= now) break;
-      if (now >= deadline) return status::timed_out;
+      if (now >= deadline || !wait) return status::timed_out;
       const auto wake = l.queue.empty() ? deadline : std::min(deadline, l.queue.front().ready);
       cv_.wait_until(lock, wake);
     }
@@ -208,6 +211,11 @@ status local_transport::send(int dst, const void* buf, std::uint64_t bytes) {
   return world_->send(rank_, dst, buf, bytes);
 }
 status local_transport::recv(int src, void* buf, std::uint64_t bytes) { return world_->recv(rank_, src, buf, bytes); }
+local_transport::request local_transport::irecv(int src, void* buf, std::uint64_t bytes) {
+  const status now = world_->recv(rank_, src, buf, bytes, false);
+  if (now == status::timed_out) return request{status::success, src, buf, bytes};  // not there yet
+  return request{now};
+}
 void local_transport::abort(status) { world_->abort(); }
 
 static_assert(is_host_transport_v<local_transport>, "local_transport must model the host transport concept");

@@ -14,6 +14,7 @@
 //   int dst(i), src(i)                  the peers of step i
 //
 // consume(i) runs after arrived(i) and before arrived(i + 1); produce(i) runs before consume(i).
+// The receive of item i + 1 is posted before consume(i), so the two must land in different places.
 //
 // With a transport that offers requests, outgoing items are posted up to `depth` steps ahead of
 // the receives, and item i - 1 is consumed while item i is in flight, so coding overlaps the
