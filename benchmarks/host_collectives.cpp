@@ -30,9 +30,33 @@ namespace {
 using C = codec<bf16, codebook::analytic_gaussian>;
 constexpr int ranks = 4;
 
-enum class which { all_gather, reduce_scatter, all_reduce };
+enum class which { all_gather, reduce_scatter, all_reduce, all_to_all };
 const char* name_of(which w) {
-  return w == which::all_gather ? "all_gather" : w == which::reduce_scatter ? "reduce_scatter" : "all_reduce";
+  return w == which::all_gather       ? "all_gather"
+         : w == which::reduce_scatter ? "reduce_scatter"
+         : w == which::all_reduce     ? "all_reduce"
+                                      : "all_to_all";
+}
+
+// all_to_all: rank r sends uneven blocks (1, 2 or 3 times n / (3 ranks) elements) to the ranks, as
+// MoE dispatch does: 3/4 of its n elements or less.
+struct a2a_counts {
+  std::vector<std::uint64_t> sc, sd, rc, rd;
+  std::uint64_t recv_total = 0;
+};
+std::uint64_t a2a_count(int from, int to, std::uint64_t n) { return n / (3 * ranks) * (1 + (from + to) % 3); }
+a2a_counts a2a_for(int r, std::uint64_t n) {
+  a2a_counts c;
+  std::uint64_t s = 0;
+  for (int p = 0; p < ranks; ++p) {
+    c.sc.push_back(a2a_count(r, p, n));
+    c.sd.push_back(s);
+    s += c.sc.back();
+    c.rc.push_back(a2a_count(p, r, n));
+    c.rd.push_back(c.recv_total);
+    c.recv_total += c.rc.back();
+  }
+  return c;
 }
 
 struct dataset {
@@ -73,11 +97,14 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
   const std::uint64_t count = w == which::reduce_scatter ? n / ranks : n;
   transport::local_world world(ranks, {gbps * 1e9, 5e-6});
   std::vector<std::vector<std::uint8_t>> ws(ranks), out(ranks);
+  std::vector<a2a_counts> a2a;
   for (int r = 0; r < ranks; ++r) {
+    a2a.push_back(a2a_for(r, n));
     ws[r].resize(w == which::all_gather       ? all_gather_workspace<C, Strategy>(count, ranks)
                  : w == which::reduce_scatter ? reduce_scatter_workspace<C, Strategy>(count)
-                                              : all_reduce_workspace<C, Strategy>(count, ranks));
-    out[r].resize((w == which::all_gather ? count * ranks : count) * 2);
+                 : w == which::all_reduce     ? all_reduce_workspace<C, Strategy>(count, ranks)
+                                              : all_to_all_workspace<C, Strategy>(a2a[r].sc.data(), a2a[r].rc.data(), ranks));
+    out[r].resize((w == which::all_gather ? count * ranks : w == which::all_to_all ? a2a[r].recv_total : count) * 2);
   }
   std::uint64_t wire = 0;
   double total_seconds = 0;
@@ -91,8 +118,12 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
           status::success)
         ok = false;
     });
+    state.counters["model_link_GBps"] = opts[0].model.link_bytes_per_second / 1e9;
+    state.counters["model_c_GBps"] = opts[0].model.compress_bytes_per_second / 1e9;
+    state.counters["model_d_GBps"] = opts[0].model.decompress_bytes_per_second / 1e9;
     state.counters["predicted_compress"] =
         (w == which::reduce_scatter ? opts[0].model.reduce_scatter(count * 2, ranks)
+         : w == which::all_to_all   ? opts[0].model.all_to_all(2 * n / (3 * ranks) * 2, ranks)
                                     : opts[0].model.all_gather((w == which::all_reduce ? count / ranks : count) * 2, ranks))
             .compress;
   }
@@ -108,8 +139,11 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
         s = all_gather<C, Strategy>(in, out[r].data(), count, t, ws[r].data(), ws[r].size(), o);
       else if (w == which::reduce_scatter)
         s = reduce_scatter<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size(), o);
-      else
+      else if (w == which::all_reduce)
         s = all_reduce<C, Strategy>(in, out[r].data(), count, op::sum, t, ws[r].data(), ws[r].size(), o);
+      else
+        s = all_to_all<C, Strategy>(in, a2a[r].sc.data(), a2a[r].sd.data(), out[r].data(), a2a[r].rc.data(),
+                                    a2a[r].rd.data(), t, ws[r].data(), ws[r].size(), o);
       if (s != status::success) ok = false;
     });
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -134,7 +168,7 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
 int main(int argc, char** argv) {
   static const dataset g = gaussian(4u << 20);  // 8 MB of bf16 per rank
   static const dataset real = gradients();
-  for (which w : {which::all_gather, which::reduce_scatter, which::all_reduce})
+  for (which w : {which::all_gather, which::reduce_scatter, which::all_reduce, which::all_to_all})
     for (const dataset* d : {&g, &real})
       for (double gbps : {0.25, 1.0, 4.0, 16.0}) {
         const std::string base = std::string(name_of(w)) + "/" + d->name + "/link_GBps:" + std::to_string(gbps).substr(0, 4);

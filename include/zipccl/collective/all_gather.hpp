@@ -75,12 +75,35 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
   if (n == 1) return status::success;
 
   if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    for (int k = 0; k + 1 < n; ++k) {
-      const status s = t.sendrecv(ring_next(r, n), recv + ring_block(r, k, n) * shard, shard, ring_prev(r, n),
-                                  recv + ring_block(r, k + 1, n) * shard, shard);
-      if (s != status::success) return fail(t, s);
-    }
-    return status::success;
+    // the plain ring, pipelined by the same segments: a segment is forwarded as soon as it arrives
+    const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
+    struct hooks {
+      const segment_plan<Codec>& plan;
+      int n, r;
+      std::uint8_t* recv;
+      std::uint64_t received = 0;
+      std::uint64_t S() const { return plan.segments; }
+      std::uint8_t* at(int k, std::uint64_t s) const {
+        return recv + (static_cast<std::uint64_t>(ring_block(r, k, n)) * plan.count + plan.first(s)) * Codec::element_size;
+      }
+      std::uint64_t bytes(std::uint64_t s) const { return plan.elems(s) * Codec::element_size; }
+      int dst(std::uint64_t) const { return ring_next(r, n); }
+      int src(std::uint64_t) const { return ring_prev(r, n); }
+      bool ready(std::uint64_t i) const { return i < S() || received > i - S(); }
+      status produce(std::uint64_t i, section* out) {
+        *out = {at(static_cast<int>(i / S()), i % S()), bytes(i % S()), nullptr, 0};
+        return status::success;
+      }
+      landing incoming(std::uint64_t i) { return {at(static_cast<int>(i / S()) + 1, i % S()), bytes(i % S())}; }
+      status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+        *tail_bytes = 0;
+        *tail = nullptr;
+        ++received;
+        return status::success;
+      }
+      status consume(std::uint64_t) { return status::success; }
+    } h{plan, n, r, recv};
+    return run_pipeline(t, static_cast<std::uint64_t>(n - 1) * plan.segments, opt.pipeline.depth, 0, h);
   } else {
     const gather_layout<Codec> lay(count, n, opt);
     // item i = k * S + s: ring step k, segment s; it sends block (r - k) and receives block (r - k - 1)

@@ -25,45 +25,72 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
   const int ranks = t.size(), r = t.rank();
   double m[5] = {0, 0, 0, 0, 0};  // latency, bandwidth, compress, decompress, ratio
 
-  // the codec, on the sample
+  // The codec as the collectives run it (detail/wire.hpp, on the calling thread), on the sample.
+  // Every rank codes at the same time (they start together and each codes for at least
+  // `codec_seconds`), so where ranks share cores the figures say what one rank gets.
   const std::uint64_t raw = n * Codec::element_size;
-  std::vector<std::uint8_t> stream(host::max_compressed_size<Codec>(n, opt.codec.chunk_elems)), back(raw);
-  std::uint64_t bytes = 0;
-  const int reps = 3;
-  auto t0 = clock::now();
-  for (int i = 0; i < reps; ++i)
-    if (host::compress<Codec>(sample, n, stream.data(), stream.size(), &bytes, opt.codec, cb) != status::success)
-      return collective::detail::fail(t, status::invalid_argument);
-  auto t1 = clock::now();
-  for (int i = 0; i < reps; ++i) host::decompress(stream.data(), bytes, back.data(), back.size());
-  auto t2 = clock::now();
-  const double cs = std::chrono::duration<double>(t1 - t0).count() / reps;
-  const double ds = std::chrono::duration<double>(t2 - t1).count() / reps;
-  m[2] = cs > 0 ? raw / cs : 1e12;
-  m[3] = ds > 0 ? raw / ds : 1e12;
+  using W = collective::detail::wire<Codec>;
+  const std::uint64_t chunk = opt.codec.chunk_elems;
+  if (!collective::detail::valid_options(opt)) return collective::detail::fail(t, status::invalid_argument);
+  std::vector<std::uint8_t> fixed(W::fixed_bytes(n, chunk) + 16), tail(W::max_bytes(n, chunk) + 16),
+      scratch(W::scratch_bytes(chunk)), back(raw + 16);
+  std::uint64_t tail_bytes = 0;
+  const double codec_seconds = 0.02;
+  auto timed = [&](auto&& work) {
+    int reps = 0;
+    const auto start = clock::now();
+    double spent = 0;
+    do {
+      work();
+      ++reps;
+      spent = std::chrono::duration<double>(clock::now() - start).count();
+    } while (spent < codec_seconds || reps < 2);
+    return spent / reps;
+  };
+  status s0 = collective::detail::agree(t, status::success);  // start together
+  if (s0 != status::success) return s0;
+  const double cs = timed([&] {
+    tail_bytes = W::encode(cb, sample, n, chunk, opt.codec.checksum, fixed.data(), tail.data(), scratch.data());
+  });
+  status decoded = status::success;
+  const double ds = timed([&] {
+    decoded = W::decode_into(fixed.data(), tail.data(), tail_bytes, n, chunk, opt.codec.checksum, back.data(),
+                             scratch.data());
+  });
+  if (decoded != status::success) return collective::detail::fail(t, decoded);
+  m[2] = cs > 0 && raw ? raw / cs : 1e12;
+  m[3] = ds > 0 && raw ? raw / ds : 1e12;
+  const std::uint64_t bytes = W::fixed_bytes(n, chunk) + tail_bytes;
   m[4] = bytes ? static_cast<double>(raw) / static_cast<double>(bytes) : 1.0;
 
   if (ranks > 1) {
-    // latency: one-byte ring steps; bandwidth: ring steps of the sample's size
+    // latency: one-byte ring steps
     std::uint8_t a = 0, b = 0;
     const int small_reps = 20;
-    t0 = clock::now();
+    auto t0 = clock::now();
     for (int i = 0; i < small_reps; ++i) {
       const status s = t.sendrecv(ring_next(r, ranks), &a, 1, ring_prev(r, ranks), &b, 1);
       if (s != status::success) return collective::detail::fail(t, s);
     }
-    t1 = clock::now();
+    auto t1 = clock::now();
     m[0] = std::chrono::duration<double>(t1 - t0).count() / small_reps;
+    // bandwidth: the plain all_gather of a sample-sized message per rank, pipelined as the
+    // collectives run it, so the figure includes what moving the bytes costs this machine
     const std::uint64_t big = raw > (1u << 20) ? raw : (1u << 20);
-    std::vector<std::uint8_t> out(big, 1), in(big);
+    using R = codec<fp32, codebook::fixed>;  // plain bytes: only the element size matters
+    const std::uint64_t words = big / 4;
+    std::vector<std::uint8_t> out(words * 4, 1), in(words * 4 * static_cast<std::uint64_t>(ranks));
+    const int reps = 3;
+    status s1 = all_gather<R, strategy::never>(out.data(), in.data(), words, t, nullptr, 0, opt);  // warm up
+    if (s1 != status::success) return s1;
     t0 = clock::now();
-    for (int i = 0; i < reps; ++i) {
-      const status s = t.sendrecv(ring_next(r, ranks), out.data(), big, ring_prev(r, ranks), in.data(), big);
-      if (s != status::success) return collective::detail::fail(t, s);
-    }
+    for (int i = 0; i < reps && s1 == status::success; ++i)
+      s1 = all_gather<R, strategy::never>(out.data(), in.data(), words, t, nullptr, 0, opt);
+    if (s1 != status::success) return s1;
     t1 = clock::now();
-    const double step = std::chrono::duration<double>(t1 - t0).count() / reps - m[0];
-    m[1] = step > 0 ? big / step : 1e12;
+    const double hops = ranks - 1;
+    const double step = std::chrono::duration<double>(t1 - t0).count() / reps / hops - m[0];
+    m[1] = step > 0 ? static_cast<double>(words * 4) / step : 1e12;
   } else {
     m[1] = 1e12;
   }

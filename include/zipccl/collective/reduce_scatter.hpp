@@ -48,7 +48,12 @@ struct scatter_layout {
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t reduce_scatter_workspace(std::uint64_t recvcount, const collective_options& opt = {}) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) return format::align_up(recvcount * Codec::element_size, 16);
+  if constexpr (std::is_same_v<Strategy, strategy::never>) {
+    // an outgoing copy of the partial sums and two incoming segments
+    if (!collective::detail::valid_options(opt)) return 0;
+    const collective::detail::segment_plan<Codec> plan(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems);
+    return format::align_up(recvcount * Codec::element_size, 16) + 2 * format::align_up(plan.seg * Codec::element_size, 16);
+  }
   else if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
     const std::uint64_t a = reduce_scatter_workspace<Codec, strategy::always>(recvcount, opt);
     const std::uint64_t b = reduce_scatter_workspace<Codec, strategy::never>(recvcount, opt);
@@ -107,13 +112,51 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);
   if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    // hop k sends block (r - k - 1) and receives block (r - k - 2), both partial sums after hop 0
-    for (int k = 0; k + 1 < n; ++k) {
-      const std::uint8_t* outgoing = k == 0 ? send + ring_block(r, 1, n) * block : acc;
-      const status s = t.sendrecv(ring_next(r, n), outgoing, block, ring_prev(r, n), ws, block);
-      if (s != status::success) return fail(t, s);
-      accumulate<E>(acc, ws, send + static_cast<std::uint64_t>(ring_block(r, k + 2, n)) * block, recvcount);
-    }
+    // the plain ring, pipelined by the same segments; hop k sends block (r - k - 1) and receives
+    // block (r - k - 2), both partial sums after hop 0. Partial sums go out from a copy, since the
+    // next hop's sum overwrites them while they may still be in flight.
+    const segment_plan<Codec> plan(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems);
+    const std::uint64_t seg_bytes = format::align_up(plan.seg * Codec::element_size, 16);
+    struct hooks {
+      const segment_plan<Codec>& plan;
+      int n, r;
+      const std::uint8_t* send;
+      std::uint8_t *acc, *out_copy, *in_slots;
+      std::uint64_t block, seg_bytes, consumed = 0;
+      std::uint64_t S() const { return plan.segments; }
+      std::uint64_t offset(std::uint64_t s) const { return plan.first(s) * Codec::element_size; }
+      std::uint64_t bytes(std::uint64_t s) const { return plan.elems(s) * Codec::element_size; }
+      std::uint8_t* in_slot(std::uint64_t i) const { return in_slots + (i % 2) * seg_bytes; }
+      int dst(std::uint64_t) const { return ring_next(r, n); }
+      int src(std::uint64_t) const { return ring_prev(r, n); }
+      bool ready(std::uint64_t i) const { return i < S() || consumed > i - S(); }
+      status produce(std::uint64_t i, section* out) {
+        const std::uint64_t s = i % S();
+        if (i < S()) {
+          *out = {send + ring_block(r, 1, n) * block + offset(s), bytes(s), nullptr, 0};
+        } else {
+          std::memcpy(out_copy + offset(s), acc + offset(s), bytes(s));
+          *out = {out_copy + offset(s), bytes(s), nullptr, 0};
+        }
+        return status::success;
+      }
+      landing incoming(std::uint64_t i) { return {in_slot(i), bytes(i % S())}; }
+      status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+        *tail_bytes = 0;
+        *tail = nullptr;
+        return status::success;
+      }
+      status consume(std::uint64_t i) {
+        const std::uint64_t s = i % S();
+        const std::uint8_t* local = send + static_cast<std::uint64_t>(ring_block(r, static_cast<int>(i / S()) + 2, n)) * block;
+        accumulate<E>(acc + offset(s), in_slot(i), local + offset(s), plan.elems(s));
+        ++consumed;
+        return status::success;
+      }
+    } h{plan, n, r, send, acc, ws, ws + format::align_up(block, 16), block, seg_bytes};
+    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1) * plan.segments, opt.pipeline.depth,
+                                  plan.segments, h);
+    if (s != status::success) return s;
     if (reduction == op::avg) divide<E>(acc, recvcount, n);
     return status::success;
   } else {

@@ -8,10 +8,12 @@
 //   - every link counts the bytes and messages that crossed it;
 //   - abort() from any rank, or a timeout, ends every waiting operation with an error, so a failed
 //     rank never hangs the others;
-//   - isend() is send() (it completes at once); irecv() takes the message at once if it has
-//     arrived, else records the receive for wait() to perform, so the link model's clock keeps
-//     running while the caller codes the next segment (and a buffer still in use by a posted
-//     receive is written early, as a real network would).
+//   - isend() does not copy: the receiver copies straight from the sender's buffer, and the
+//     sender's wait() returns once it has (as a NIC's DMA would; one copy per message, none of
+//     send()'s allocation). irecv() takes the message at once if it has arrived, else records
+//     the receive for wait() to perform, so the link model's clock keeps running while the caller
+//     codes the next segment (and a buffer still in use by a posted receive is written early, as a
+//     real network would).
 //
 //   zipccl::transport::local_world world(4, {1e9, 5e-6});   // 1 GB/s, 5 us per link
 //   world.run([&](zipccl::transport::local_transport& t) { ... collective on t ... });
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -54,22 +57,22 @@ class local_transport {
   }
   inline void abort(status why);
 
+  // How far the receiver has got with a message that isend() lent it.
+  struct handoff {
+    int state = 0;  // 0: queued, 1: being copied, 2: taken
+    int src = 0, dst = 0;
+  };
   // The optional request-based operations (transport.hpp).
   struct request {
     status result = status::success;
     int src = -1;  // >= 0: a receive still to perform
     void* buf = nullptr;
     std::uint64_t bytes = 0;
+    std::shared_ptr<handoff> sent;  // a send still lent to its receiver
   };
-  request isend(int dst, const void* buf, std::uint64_t bytes) { return request{send(dst, buf, bytes)}; }
+  inline request isend(int dst, const void* buf, std::uint64_t bytes);
   inline request irecv(int src, void* buf, std::uint64_t bytes);
-  status wait(request& q) {
-    if (q.src >= 0) {
-      q.result = recv(q.src, q.buf, q.bytes);
-      q.src = -1;
-    }
-    return q.result;
-  }
+  inline status wait(request& q);
 
  private:
   local_world* world_;
@@ -131,7 +134,10 @@ class local_world {
   friend class local_transport;
 
   struct message {
-    std::vector<std::uint8_t> data;
+    std::vector<std::uint8_t> data;  // send(): a copy
+    const std::uint8_t* lent = nullptr;  // isend(): the sender's buffer, until it is taken
+    std::uint64_t size = 0;
+    std::shared_ptr<local_transport::handoff> handoff;
     clock::time_point ready;
   };
   struct link_state {
@@ -144,11 +150,19 @@ class local_world {
   const link_state& at(int src, int dst) const { return links_[static_cast<std::size_t>(src) * ranks_ + dst]; }
   bool valid(int r) const { return r >= 0 && r < ranks_; }
 
-  status send(int src, int dst, const void* buf, std::uint64_t bytes) {
+  // Queues a message: a copy of buf, or (lend) buf itself with a handoff the sender waits on.
+  status send(int src, int dst, const void* buf, std::uint64_t bytes,
+              const std::shared_ptr<local_transport::handoff>& lend = nullptr) {
     if (!valid(src) || !valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
     message m;
-    m.data.resize(bytes);
-    if (bytes) std::memcpy(m.data.data(), buf, bytes);
+    m.size = bytes;
+    if (lend) {
+      m.lent = static_cast<const std::uint8_t*>(buf);
+      m.handoff = lend;
+    } else {
+      m.data.resize(bytes);
+      if (bytes) std::memcpy(m.data.data(), buf, bytes);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (aborted_) return status::peer_failed;
@@ -167,6 +181,27 @@ class local_world {
     return status::success;
   }
 
+  // Waits until the receiver has taken a lent message. On an abort or the timeout a message still
+  // queued is withdrawn (so nobody reads the buffer later); one being copied is waited for.
+  status wait_taken(const std::shared_ptr<local_transport::handoff>& h) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = clock::now() + timeout_;
+    for (;;) {
+      if (h->state == 2) return status::success;
+      const bool late = clock::now() >= deadline;
+      if ((aborted_ || late) && h->state == 0) {
+        auto& q = at(h->src, h->dst).queue;
+        for (auto it = q.begin(); it != q.end(); ++it)
+          if (it->handoff == h) {
+            q.erase(it);
+            break;
+          }
+        return aborted_ ? status::peer_failed : status::timed_out;
+      }
+      cv_.wait_until(lock, late ? clock::now() + std::chrono::milliseconds(1) : deadline);
+    }
+  }
+
   // wait == false: returns timed_out at once when no message has arrived yet.
   status recv(int dst, int src, void* buf, std::uint64_t bytes, bool wait = true) {
     if (!valid(src) || !valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
@@ -183,10 +218,18 @@ class local_world {
     }
     message m = std::move(l.queue.front());
     l.queue.pop_front();
+    if (m.handoff) m.handoff->state = 1;
     lock.unlock();
-    if (m.data.size() != bytes) return status::size_mismatch;
-    if (bytes) std::memcpy(buf, m.data.data(), bytes);
-    return status::success;
+    const bool fits = m.size == bytes;
+    if (fits && bytes) std::memcpy(buf, m.handoff ? m.lent : m.data.data(), bytes);
+    if (m.handoff) {
+      {
+        std::lock_guard<std::mutex> relock(mu_);
+        m.handoff->state = 2;
+      }
+      cv_.notify_all();
+    }
+    return fits ? status::success : status::size_mismatch;
   }
 
   void abort() {
@@ -211,6 +254,26 @@ status local_transport::send(int dst, const void* buf, std::uint64_t bytes) {
   return world_->send(rank_, dst, buf, bytes);
 }
 status local_transport::recv(int src, void* buf, std::uint64_t bytes) { return world_->recv(rank_, src, buf, bytes); }
+local_transport::request local_transport::isend(int dst, const void* buf, std::uint64_t bytes) {
+  request q;
+  q.sent = std::make_shared<handoff>();
+  q.sent->src = rank_;
+  q.sent->dst = dst;
+  q.result = world_->send(rank_, dst, buf, bytes, q.sent);
+  if (q.result != status::success) q.sent.reset();
+  return q;
+}
+status local_transport::wait(request& q) {
+  if (q.src >= 0) {
+    q.result = world_->recv(rank_, q.src, q.buf, q.bytes);
+    q.src = -1;
+  }
+  if (q.sent) {
+    q.result = world_->wait_taken(q.sent);
+    q.sent.reset();
+  }
+  return q.result;
+}
 local_transport::request local_transport::irecv(int src, void* buf, std::uint64_t bytes) {
   const status now = world_->recv(rank_, src, buf, bytes, false);
   if (now == status::timed_out) return request{status::success, src, buf, bytes};  // not there yet

@@ -35,7 +35,8 @@
 
 namespace zipccl::collective::detail {
 
-// One segment's two sections.
+// One segment's two sections. A section without a tail (tail == nullptr: a plain segment) is
+// one message; the receiving side's arrived() then gives a null tail too.
 struct section {
   const std::uint8_t* fixed = nullptr;
   std::uint64_t fixed_bytes = 0;
@@ -138,7 +139,7 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
         if ((err = h.produce(posted, &out)) != status::success) return err;
         const int dst = h.dst(posted);
         pending p{posted, t.isend(dst, out.fixed, out.fixed_bytes), {}};  // braces: the head is posted first
-        p.tail = t.isend(dst, out.tail, out.tail_bytes);
+        if (out.tail != nullptr) p.tail = t.isend(dst, out.tail, out.tail_bytes);
         sends.push_back(std::move(p));
         ++posted;
       }
@@ -161,8 +162,10 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
       std::uint64_t tail_bytes = 0;
       std::uint8_t* tail = nullptr;
       if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
-      request rt = t.irecv(h.src(i), tail, tail_bytes);
-      if ((err = t.wait(rt)) != status::success) return stop(err);
+      if (tail != nullptr) {
+        request rt = t.irecv(h.src(i), tail, tail_bytes);
+        if ((err = t.wait(rt)) != status::success) return stop(err);
+      }
       while (sends.size() > depth)
         if ((err = retire()) != status::success) return stop(err);
     }
@@ -189,7 +192,8 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
       std::uint64_t tail_bytes = 0;
       std::uint8_t* tail = nullptr;
       if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
-      err = t.sendrecv(h.dst(i), out.tail, out.tail_bytes, h.src(i), tail, tail_bytes);
+      if (out.tail != nullptr || tail != nullptr)  // both or neither: the peers' hooks agree
+        err = t.sendrecv(h.dst(i), out.tail, out.tail_bytes, h.src(i), tail, tail_bytes);
       if (err != status::success) return stop(err);
     }
     if (items && (err = h.consume(items - 1)) != status::success) return stop(err);
