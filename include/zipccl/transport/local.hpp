@@ -276,8 +276,15 @@ status local_transport::wait(request& q) {
 }
 local_transport::request local_transport::irecv(int src, void* buf, std::uint64_t bytes) {
   const status now = world_->recv(rank_, src, buf, bytes, false);
-  if (now == status::timed_out) return request{status::success, src, buf, bytes};  // not there yet
-  return request{now};
+  request q;
+  if (now == status::timed_out) {  // not there yet: wait() receives it
+    q.src = src;
+    q.buf = buf;
+    q.bytes = bytes;
+  } else {
+    q.result = now;
+  }
+  return q;
 }
 void local_transport::abort(status) { world_->abort(); }
 
