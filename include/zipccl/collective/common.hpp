@@ -22,17 +22,19 @@ struct adaptive {};  // per call, the path the cost model (collective_options::m
 // The alpha-beta cost model behind strategy::adaptive: per rank, for this library's algorithms,
 // with a = link latency, b = link bandwidth, c and d = compress and decompress throughput (of one
 // rank while every rank codes), r = ratio, g = segment bytes (pipeline.segment_elems elements; a
-// message of S bytes has k = ceil(S / g) segments of q = min(S, g) bytes). The compressed paths are
-// pipelined, so coding and transfers overlap except for the first and last segment:
+// message of S bytes has k = ceil(S / g) segments of q = min(S, g) bytes). Both paths are
+// pipelined by segments: a link is busy for a segment's bytes only, and the latency is paid once
+// per hop of the pipeline, not once per segment; coding overlaps the transfers except for the
+// first and the last segment:
 //   all_gather, S bytes per rank:
 //     plain       (n-1) (a + S/b)
-//     compressed  q/c + max((n-1) k (a + q/(r b)),  (n-1) S/d + (S-q)/c) + q/d
+//     compressed  q/c + q/d + max((n-1) (a + S/(r b)),  (n-1) S/d + (S-q)/c)
 //   reduce_scatter, B bytes per block (every hop decodes, reduces and recodes each segment):
 //     plain       (n-1) (a + B/b)
-//     compressed  (n-1) max(k max(a + q/(r b), q/c + q/d),  q/c + a + q/(r b) + q/d)
+//     compressed  (n-1) (a + q/c + q/d) + (n-1) k max(q/(r b), q/c + q/d)
 //   send / recv, S bytes:
 //     plain       a + S/b
-//     compressed  q/c + q/d + max(k (a + q/(r b)), (S-q)/c, (S-q)/d)
+//     compressed  q/c + q/d + max(a + S/(r b), (S-q)/c, (S-q)/d)
 //   all_to_all, B bytes per peer (pairwise steps, one segment per peer):
 //     plain       (n-1) (a + B/b)
 //     compressed  B/c + B/d + (n-1) max(a + B/(r b), B/c + B/d)
@@ -54,29 +56,26 @@ struct cost_model {
     double plain_seconds, compressed_seconds;
   };
   plan all_gather(std::uint64_t bytes_per_rank, int ranks) const {
-    const double S = static_cast<double>(bytes_per_rank), h = ranks - 1;
-    const double k = segments(S), q = piece(S);
+    const double S = static_cast<double>(bytes_per_rank), h = ranks - 1, q = piece(S);
     const double plain = h * (latency_seconds + S / link_bytes_per_second);
-    const double packed = q / compress_bytes_per_second +
-                          max2(h * k * (latency_seconds + q / wire_rate()),
-                               h * S / decompress_bytes_per_second + (S - q) / compress_bytes_per_second) +
-                          q / decompress_bytes_per_second;
+    const double packed = q / compress_bytes_per_second + q / decompress_bytes_per_second +
+                          max2(h * (latency_seconds + S / wire_rate()),
+                               h * S / decompress_bytes_per_second + (S - q) / compress_bytes_per_second);
     return decide(ranks > 1 && S > 0, plain, packed);
   }
   plan reduce_scatter(std::uint64_t bytes_per_block, int ranks) const {
     const double B = static_cast<double>(bytes_per_block), h = ranks - 1;
     const double k = segments(B), q = piece(B);
     const double code = q / compress_bytes_per_second + q / decompress_bytes_per_second;
-    const double link = latency_seconds + q / wire_rate();
     const double plain = h * (latency_seconds + B / link_bytes_per_second);
-    const double packed = h * max2(k * max2(link, code), code + link);
+    const double packed = h * (latency_seconds + code) + h * k * max2(q / wire_rate(), code);
     return decide(ranks > 1 && B > 0, plain, packed);
   }
   plan send_recv(std::uint64_t bytes) const {
-    const double S = static_cast<double>(bytes), k = segments(S), q = piece(S);
+    const double S = static_cast<double>(bytes), q = piece(S);
     const double plain = latency_seconds + S / link_bytes_per_second;
     const double packed = q / compress_bytes_per_second + q / decompress_bytes_per_second +
-                          max2(k * (latency_seconds + q / wire_rate()),
+                          max2(latency_seconds + S / wire_rate(),
                                max2((S - q) / compress_bytes_per_second, (S - q) / decompress_bytes_per_second));
     return decide(S > 0, plain, packed);
   }
