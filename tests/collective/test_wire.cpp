@@ -29,9 +29,9 @@ TEMPLATE_LIST_TEST_CASE("wire sections round-trip and announce their own tail", 
         if (noise)
           for (auto& v : in) v = static_cast<T>(rng());
         const auto policy = testing::policy_for<TestType>(in.data(), in.size());
-        std::vector<std::uint8_t> fixed(W::fixed_bytes(count, chunk) + 1), tail(W::max_bytes(count, chunk) + 1);
+        std::vector<std::uint8_t> fixed(W::fixed_bytes(count, chunk) + W::spill_bytes(chunk)), tail(W::max_bytes(count, chunk) + 1);
         std::vector<std::uint8_t> scratch(W::scratch_bytes(chunk));
-        const std::uint64_t tb = W::encode(policy, in.data(), count, chunk, true, fixed.data(), tail.data(), scratch.data());
+        const std::uint64_t tb = W::encode(policy, in.data(), count, chunk, true, fixed.data(), tail.data());
         REQUIRE(W::fixed_bytes(count, chunk) + tb <= W::max_bytes(count, chunk));
         std::uint64_t announced = ~0ull;
         REQUIRE(W::tail_bytes(fixed.data(), count, chunk, &announced) == status::success);
@@ -77,8 +77,8 @@ TEST_CASE("a segment's preamble names the count and element type", "[collective]
   const segment_plan<C> plan(5000, 1024, 2048);
   REQUIRE(plan.segments == 3);
   CHECK(plan.elems(2) == 5000 - 4096);
-  std::vector<std::uint8_t> slot(plan.slot), scratch(wire<C>::scratch_bytes(1024));
-  const auto sec = plan.encode({}, in.data(), 1, false, slot.data(), scratch.data());
+  std::vector<std::uint8_t> slot(plan.slot);
+  const auto sec = plan.encode({}, in.data(), 1, false, slot.data());
   std::uint64_t tb = 0;
   std::uint8_t* tail = nullptr;
   CHECK(plan.arrived(slot.data(), 1, &tb, &tail) == status::success);

@@ -130,7 +130,7 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
         const std::uint64_t s = i % S();
         const int b = ring_block(r, step(i), n);
         if (step(i) == 0) {
-          *out = plan.encode(cb, send, s, opt.codec.checksum, slot(b, s), scratch);
+          *out = plan.encode(cb, send, s, opt.codec.checksum, slot(b, s));
           tails[index(b, s)] = out->tail_bytes;
         } else {
           *out = plan.stored(slot(b, s), s, tails[index(b, s)]);

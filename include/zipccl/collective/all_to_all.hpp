@@ -131,7 +131,7 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
           return status::success;
         }
         *out = block_plan<Codec>(count, opt).encode(cb, block_at(send, sdispls[p], count, Codec::element_size), 0,
-                                                    opt.codec.checksum, out_slot(p), scratch());
+                                                    opt.codec.checksum, out_slot(p));
         return status::success;
       }
       landing incoming(std::uint64_t i) {

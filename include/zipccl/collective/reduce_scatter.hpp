@@ -183,7 +183,7 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
         const std::uint64_t s = i % S();
         // hop 0 sends the local block (r - 1); later hops the partial sums in acc
         const std::uint8_t* message = hop(i) == 0 ? send + ring_block(r, 1, n) * block : acc;
-        *out = lay.plan.encode(cb, message, s, opt.codec.checksum, out_slot(s), ws + lay.scratch_offset);
+        *out = lay.plan.encode(cb, message, s, opt.codec.checksum, out_slot(s));
         return status::success;
       }
       landing incoming(std::uint64_t i) { return lay.plan.head(in_slot(i), i % S()); }

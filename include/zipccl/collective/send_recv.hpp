@@ -62,7 +62,6 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
   }
   const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
   auto* ws = static_cast<std::uint8_t*>(workspace);
-  std::uint8_t* scratch = ws + plan.slot * plan.segments;
   if constexpr (transport::has_requests_v<Transport>) {
     using request = typename Transport::request;
     std::deque<std::pair<request, request>> flight;
@@ -73,7 +72,7 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
       return a != status::success ? a : b;
     };
     for (std::uint64_t s = 0; s < plan.segments && err == status::success; ++s) {
-      const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot, scratch);
+      const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot);
       request head = t.isend(peer, out.fixed, out.fixed_bytes);  // in this order: the head goes first
       request body = t.isend(peer, out.tail, out.tail_bytes);
       flight.emplace_back(std::move(head), std::move(body));
@@ -87,7 +86,7 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
     return err;
   } else {
     for (std::uint64_t s = 0; s < plan.segments; ++s) {
-      const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot, scratch);
+      const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot);
       status err = t.send(peer, out.fixed, out.fixed_bytes);
       if (err == status::success) err = t.send(peer, out.tail, out.tail_bytes);
       if (err != status::success) return fail(t, err);

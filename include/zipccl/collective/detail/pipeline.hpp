@@ -50,7 +50,7 @@ struct landing {
 
 // How a message of `count` elements is cut into segments, and how a segment lies in its slot of
 // the workspace and on the wire:
-//   slot:   preamble (16 bytes) | fixed section | tail section
+//   slot:   preamble (16 bytes) | fixed section | room for encode's spill | tail section
 //   wire:   message 1 = preamble + fixed section, message 2 = tail section
 // The preamble holds the message's element count and the element type with the segment's index,
 // so a peer that was given another count or codec is caught on the first segment it sends.
@@ -64,26 +64,27 @@ struct segment_plan {
     seg = segment_elems == 0 ? n : (segment_elems + chunk - 1) / chunk * chunk;
     if (seg > n) seg = n;
     segments = seg ? (n + seg - 1) / seg : 0;
-    slot = format::align_up(preamble + wire<Codec>::max_bytes(seg, chunk), 16);
+    slot = format::align_up(preamble + wire<Codec>::max_bytes(seg, chunk) + wire<Codec>::spill_bytes(chunk), 16);
   }
   std::uint64_t first(std::uint64_t s) const { return s * seg; }
   std::uint64_t elems(std::uint64_t s) const { return count - s * seg < seg ? count - s * seg : seg; }
   std::uint64_t head_bytes(std::uint64_t s) const { return preamble + wire<Codec>::fixed_bytes(elems(s), chunk); }
+  std::uint64_t tail_offset(std::uint64_t s) const { return head_bytes(s) + wire<Codec>::spill_bytes(chunk); }
   std::uint64_t tag(std::uint64_t s) const { return (static_cast<std::uint64_t>(Codec::type) << 56) | s; }
 
   // Encodes segment s of the message at `message` into the slot at p.
   section encode(const typename Codec::codebook_type& cb, const void* message, std::uint64_t s, bool checksum,
-                 std::uint8_t* p, std::uint8_t* scratch) const {
+                 std::uint8_t* p) const {
     format::store_le<std::uint64_t>(p, count);
     format::store_le<std::uint64_t>(p + 8, tag(s));
     const auto* in = static_cast<const std::uint8_t*>(message) + first(s) * Codec::element_size;
-    const std::uint64_t tail = wire<Codec>::encode(cb, in, elems(s), chunk, checksum, p + preamble,
-                                                   p + head_bytes(s), scratch);
-    return {p, head_bytes(s), p + head_bytes(s), tail};
+    const std::uint64_t tail =
+        wire<Codec>::encode(cb, in, elems(s), chunk, checksum, p + preamble, p + tail_offset(s));
+    return {p, head_bytes(s), p + tail_offset(s), tail};
   }
   // A slot whose segment is already in place (to forward it).
   section stored(std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes) const {
-    return {p, head_bytes(s), p + head_bytes(s), tail_bytes};
+    return {p, head_bytes(s), p + tail_offset(s), tail_bytes};
   }
   landing head(std::uint8_t* p, std::uint64_t s) const { return {p, head_bytes(s)}; }
   // The first message of segment s is in at p: checks it, gives the tail's size and place.
@@ -92,19 +93,19 @@ struct segment_plan {
       return status::size_mismatch;
     const status st = wire<Codec>::tail_bytes(p + preamble, elems(s), chunk, tail_bytes);
     if (st != status::success) return st;
-    if (*tail_bytes > slot - head_bytes(s)) return status::corrupt;
-    *tail = p + head_bytes(s);
+    if (*tail_bytes > slot - tail_offset(s)) return status::corrupt;
+    *tail = p + tail_offset(s);
     return status::success;
   }
   template <class Sink>
   status decode(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, std::uint8_t* scratch,
                 Sink&& sink) const {
-    return wire<Codec>::decode(p + preamble, p + head_bytes(s), tail_bytes, elems(s), chunk, scratch, sink);
+    return wire<Codec>::decode(p + preamble, p + tail_offset(s), tail_bytes, elems(s), chunk, scratch, sink);
   }
   status decode_into(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, bool checksum, void* message,
                      std::uint8_t* scratch) const {
     auto* out = static_cast<std::uint8_t*>(message) + first(s) * Codec::element_size;
-    return wire<Codec>::decode_into(p + preamble, p + head_bytes(s), tail_bytes, elems(s), chunk, checksum, out,
+    return wire<Codec>::decode_into(p + preamble, p + tail_offset(s), tail_bytes, elems(s), chunk, checksum, out,
                                     scratch);
   }
 };

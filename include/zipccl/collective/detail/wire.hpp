@@ -40,22 +40,23 @@ struct wire {
     const std::uint64_t full = count / chunk_elems, rest = count % chunk_elems;
     return full * L::stored_bytes(chunk_elems) + (rest ? L::stored_bytes(rest) : 0);
   }
-  // The scratch encode() and decode() need: one chunk.
+  // The scratch decode() needs: one chunk. Also the room encode() needs past the fixed section.
   static constexpr std::uint64_t scratch_bytes(std::uint64_t chunk_elems) { return L::stored_bytes(chunk_elems); }
+  static constexpr std::uint64_t spill_bytes(std::uint64_t chunk_elems) { return L::stored_bytes(chunk_elems); }
 
   // Encodes `count` elements at `in`: the fixed section to `fixed`, the tail section to `tail`
-  // (room for max_bytes - fixed_bytes). Returns the tail section's size.
+  // (room for max_bytes - fixed_bytes). Every chunk is encoded in place at its spot in the fixed
+  // section and the part past its fixed size moved to the tail, so `fixed` needs spill_bytes()
+  // more room past the fixed section, which encode() overwrites. Returns the tail's size.
   static std::uint64_t encode(const typename Codec::codebook_type& cb, const void* in, std::uint64_t count,
-                              std::uint64_t chunk_elems, bool checksum, std::uint8_t* fixed, std::uint8_t* tail,
-                              std::uint8_t* scratch) {
+                              std::uint64_t chunk_elems, bool checksum, std::uint8_t* fixed, std::uint8_t* tail) {
     const auto* src = static_cast<const std::uint8_t*>(in);
     std::uint64_t tail_bytes = 0;
     for (std::uint64_t first = 0; first < count; first += chunk_elems) {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
       const std::uint64_t f = chunk_fixed(m);
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, scratch);
-      std::memcpy(fixed, scratch, f);
-      std::memcpy(tail + tail_bytes, scratch + f, size - f);
+      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, fixed);
+      std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
       tail_bytes += size - f;
     }
