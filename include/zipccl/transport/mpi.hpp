@@ -8,14 +8,18 @@
 // by the data in pieces of at most 1 GiB (MPI counts are int). Waiting operations poll, so that they
 // end with status::peer_failed when any rank calls abort() (a one-byte message on a separate tag to
 // every rank) and with status::timed_out after the timeout. isend() / irecv() post the size word
-// and every piece at once (MPI_Isend / MPI_Irecv); wait() polls them. After an error the transport
-// is not reused: build a new one. Needs MPI_THREAD_SINGLE or better; one transport per thread.
+// and every piece at once (MPI_Isend / MPI_Irecv); wait() polls them. Data passes through buffers
+// the transport owns (one copy on each side), so that after an abort MPI never reads or writes the
+// caller's memory: operations cut short keep their buffers until the transport is destroyed. After
+// an error the transport is not reused: build a new one. Needs MPI_THREAD_SINGLE or better; one
+// transport per thread.
 #pragma once
 
 #include <mpi.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -33,14 +37,27 @@ class mpi {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
-  ~mpi() { MPI_Comm_free(&comm_); }
+  // Operations cut short by an error are finished here where MPI lets them; the buffers of any
+  // that never finish are left allocated, since MPI may still write to them.
+  ~mpi() {
+    for (auto& o : orphans_) {
+      int done = 0;
+      if (MPI_Testall(static_cast<int>(o->reqs.size()), o->reqs.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+          !done)
+        o.release();
+    }
+    MPI_Comm_free(&comm_);
+  }
   mpi(const mpi&) = delete;
   mpi& operator=(const mpi&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // One posted operation: the size word and the pieces of the data.
+  // One posted operation: the size word and the pieces of the data. The data goes through a
+  // buffer the transport owns (a copy of what is sent, a landing place for what is received), so
+  // that an operation cut short by an abort never touches the caller's memory afterwards: its
+  // buffer is kept, with the operation, until the transport is destroyed.
   class request {
    public:
     request() = default;
@@ -51,6 +68,8 @@ class mpi {
       std::uint64_t header = 0;    // the size word sent, or received
       std::uint64_t expected = 0;  // a receive: the size the caller asked for
       bool receiving = false;
+      void* user = nullptr;        // a receive: where the data goes once it is in
+      std::vector<std::uint8_t> bounce;
       std::vector<MPI_Request> reqs;
     };
     std::unique_ptr<state> st_;
@@ -61,9 +80,14 @@ class mpi {
     request q;
     q.st_ = std::make_unique<request::state>();
     q.st_->header = bytes;
-    if (!valid(dst) || (buf == nullptr && bytes != 0)) q.early_ = status::invalid_argument;
-    else if (aborted_) q.early_ = status::peer_failed;
-    else q.early_ = post(dst, &q.st_->header, const_cast<void*>(buf), bytes, true, &q.st_->reqs);
+    if (!valid(dst) || (buf == nullptr && bytes != 0)) {
+      q.early_ = status::invalid_argument;
+    } else if (aborted_) {
+      q.early_ = status::peer_failed;
+    } else {
+      q.st_->bounce.assign(static_cast<const std::uint8_t*>(buf), static_cast<const std::uint8_t*>(buf) + bytes);
+      q.early_ = post(dst, &q.st_->header, q.st_->bounce.data(), bytes, true, &q.st_->reqs);
+    }
     return q;
   }
 
@@ -73,20 +97,30 @@ class mpi {
     q.st_ = std::make_unique<request::state>();
     q.st_->expected = bytes;
     q.st_->receiving = true;
-    if (!valid(src) || (buf == nullptr && bytes != 0)) q.early_ = status::invalid_argument;
-    else if (aborted_) q.early_ = status::peer_failed;
-    else q.early_ = post(src, &q.st_->header, buf, bytes, false, &q.st_->reqs);
+    q.st_->user = buf;
+    if (!valid(src) || (buf == nullptr && bytes != 0)) {
+      q.early_ = status::invalid_argument;
+    } else if (aborted_) {
+      q.early_ = status::peer_failed;
+    } else {
+      q.st_->bounce.resize(bytes);
+      q.early_ = post(src, &q.st_->header, q.st_->bounce.data(), bytes, false, &q.st_->reqs);
+    }
     return q;
   }
 
   status wait(request& q) {
     if (!q.st_) return q.early_;
     std::unique_ptr<request::state> st = std::move(q.st_);
-    if (q.early_ != status::success) {
-      cancel(st->reqs);
-      return q.early_;
+    const status s = q.early_ != status::success ? q.early_ : wait_all(*st);
+    if (s == status::success) {
+      if (st->receiving && st->expected) std::memcpy(st->user, st->bounce.data(), st->expected);
+      return s;
     }
-    return wait_all(*st);
+    for (auto& r : st->reqs)
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    orphans_.push_back(std::move(st));  // MPI may still use its buffer
+    return s;
   }
 
   status send(int dst, const void* buf, std::uint64_t bytes) {
@@ -142,14 +176,6 @@ class mpi {
     return status::success;
   }
 
-  static void cancel(std::vector<MPI_Request>& reqs) {
-    for (auto& r : reqs)
-      if (r != MPI_REQUEST_NULL) {
-        MPI_Cancel(&r);
-        MPI_Request_free(&r);
-      }
-  }
-
   // Waits for a request's operations, watching for aborts from other ranks, for the timeout and,
   // on a receive, for a size word that differs from the size asked for.
   status wait_all(request::state& st) {
@@ -164,7 +190,6 @@ class mpi {
         if (got != 0) {
           header_checked = true;
           if (got < 0 || st.header != st.expected) {
-            cancel(reqs);
             aborted_ = true;  // the pieces of both sides no longer line up
             return status::size_mismatch;
           }
@@ -172,7 +197,6 @@ class mpi {
       }
       int done = 0;
       if (MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
-        cancel(reqs);
         aborted_ = true;
         return status::size_mismatch;  // e.g. a truncated piece: the peer's sizes differ
       }
@@ -183,7 +207,6 @@ class mpi {
       int flag = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, abort_tag, comm_, &flag, MPI_STATUS_IGNORE);
       if (flag || aborted_ || std::chrono::steady_clock::now() > deadline) {
-        cancel(reqs);
         const bool failed = flag || aborted_;
         aborted_ = true;
         return failed ? status::peer_failed : status::timed_out;
@@ -196,6 +219,7 @@ class mpi {
   int rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_;
   bool aborted_ = false;
+  std::vector<std::unique_ptr<request::state>> orphans_;
 };
 
 static_assert(is_host_transport_v<mpi>, "transport::mpi must model the host transport concept");
