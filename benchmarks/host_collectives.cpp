@@ -121,6 +121,7 @@ void bm(benchmark::State& state, const dataset* d, which w, double gbps) {
     state.counters["model_link_GBps"] = opts[0].model.link_bytes_per_second / 1e9;
     state.counters["model_latency_us"] = opts[0].model.latency_seconds * 1e6;
     state.counters["model_ratio"] = opts[0].model.ratio;
+    state.counters["model_overlap"] = opts[0].model.overlap;
     state.counters["model_c_GBps"] = opts[0].model.compress_bytes_per_second / 1e9;
     state.counters["model_d_GBps"] = opts[0].model.decompress_bytes_per_second / 1e9;
     state.counters["predicted_compress"] =

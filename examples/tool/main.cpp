@@ -41,7 +41,7 @@ constexpr const char* usage_text =
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
-    "                   [--ratio R] [--json]\n";
+    "                   [--ratio R] [--overlap O] [--json]\n";
 
 struct args {
   std::string command;
@@ -64,7 +64,7 @@ args parse(int argc, char** argv) {
                                                    {"--json", false},   {"--op", true},       {"--ranks", true},
                                                    {"--bytes", true},   {"--link-gbps", true}, {"--latency-us", true},
                                                    {"--compress-gbps", true}, {"--decompress-gbps", true},
-                                                   {"--ratio", true}};
+                                                   {"--ratio", true},        {"--overlap", true}};
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) == 0) {
@@ -372,6 +372,16 @@ int cmd_plan(const args& a) {
   if (auto v = a.get("--compress-gbps")) m.compress_bytes_per_second = parse_positive(*v, "--compress-gbps") * 1e9;
   if (auto v = a.get("--decompress-gbps")) m.decompress_bytes_per_second = parse_positive(*v, "--decompress-gbps") * 1e9;
   if (auto v = a.get("--ratio")) m.ratio = parse_positive(*v, "--ratio");
+  if (auto v = a.get("--overlap")) {
+    std::size_t used = 0;
+    try {
+      m.overlap = std::stod(*v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v->size() || !(m.overlap >= 0 && m.overlap <= 1))
+      throw usage_error("--overlap must be a number from 0 to 1, got '" + *v + "'");
+  }
   const int n = static_cast<int>(ranks);
   double plain = 0, packed = 0, chosen = 0;
   auto add = [&](const zipccl::cost_model::plan& p) {

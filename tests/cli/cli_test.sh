@@ -62,6 +62,8 @@ json)
   "$zipccl" inspect --dtype bf16 --json x.bf16 >i.json || fail=1
   "$zipccl" plan --op all_gather --ranks 4 --bytes 8000000 --link-gbps 2 --json >p_slow.json || fail=1
   "$zipccl" plan --op reduce_scatter --ranks 4 --bytes 8000000 --link-gbps 400 --json >p_fast.json || fail=1
+  "$zipccl" plan --op all_to_all --ranks 8 --bytes 64000000 --link-gbps 1 --json >p_a2a.json || fail=1
+  "$zipccl" plan --op all_to_all --ranks 8 --bytes 64000000 --link-gbps 1 --overlap 0 --json >p_a2a0.json || fail=1
   "$py" - <<'PY' || fail=1
 import json
 c = json.load(open('c.json')); d = json.load(open('d.json')); i = json.load(open('i.json'))
@@ -76,6 +78,9 @@ assert sum(i['exponent_histogram'].values()) == 70000, i
 slow = json.load(open('p_slow.json')); fast = json.load(open('p_fast.json'))
 assert slow['adaptive_path'] == 'compressed' and slow['compressed_seconds'] < slow['plain_seconds'], slow
 assert fast['adaptive_path'] == 'plain' and fast['adaptive_seconds'] == fast['plain_seconds'], fast
+a2a = json.load(open('p_a2a.json')); a2a0 = json.load(open('p_a2a0.json'))
+assert a2a['op'] == 'all_to_all' and a2a['adaptive_path'] == 'compressed', a2a
+assert a2a0['compressed_seconds'] > a2a['compressed_seconds'], (a2a, a2a0)  # no overlap: slower
 PY
   ;;
 errors)
@@ -101,6 +106,7 @@ errors)
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps -3
   one_line_error "$zipccl" plan --op broadcast --ranks 4 --bytes 100 --link-gbps 3
+  one_line_error "$zipccl" plan --op all_to_all --ranks 4 --bytes 100 --link-gbps 3 --overlap 1.5
   "$zipccl" compress --dtype fp32 --checksum x.fp32 ok.zpc >/dev/null || fail=1
   head -c 1000 ok.zpc >trunc.zpc
   one_line_error "$zipccl" decompress trunc.zpc out.raw

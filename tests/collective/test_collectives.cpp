@@ -250,6 +250,26 @@ TEST_CASE("strategy::adaptive takes the path the cost model predicts, with the s
   CHECK_FALSE(slow.all_gather(count * 2, 1).compress);  // one rank: nothing to send
   const auto p = slow.all_gather(count * 2, 4);
   CHECK(p.compressed_seconds < p.plain_seconds);
+  // coding that cannot hide behind the transfers makes the compressed path slower, never faster
+  for (double link : {0.25e9, 2e9, 8e9}) {
+    cost_model hidden = slow, serial = slow;
+    hidden.link_bytes_per_second = serial.link_bytes_per_second = link;
+    serial.overlap = 0;
+    for (std::uint64_t bytes : {std::uint64_t{1} << 12, std::uint64_t{1} << 22, std::uint64_t{1} << 26}) {
+      CHECK(serial.all_gather(bytes, 4).compressed_seconds >= hidden.all_gather(bytes, 4).compressed_seconds);
+      CHECK(serial.reduce_scatter(bytes, 4).compressed_seconds >= hidden.reduce_scatter(bytes, 4).compressed_seconds);
+      CHECK(serial.all_to_all(bytes, 4).compressed_seconds >= hidden.all_to_all(bytes, 4).compressed_seconds);
+      CHECK(serial.send_recv(bytes).compressed_seconds >= hidden.send_recv(bytes).compressed_seconds);
+      CHECK(serial.all_gather(bytes, 4).plain_seconds == hidden.all_gather(bytes, 4).plain_seconds);
+    }
+  }
+  // a link much faster than the codec: never compress; much slower: always (large messages)
+  cost_model nvlink = slow;
+  nvlink.link_bytes_per_second = 400e9;
+  CHECK_FALSE(nvlink.send_recv(1 << 26).compress);
+  CHECK_FALSE(nvlink.all_to_all(1 << 26, 8).compress);
+  CHECK(slow.send_recv(1 << 26).compress);
+  CHECK(slow.all_to_all(1 << 26, 8).compress);
 
   for (const cost_model* model : {&slow, &fast}) {
     local_world world(4, {}, test_timeout);
@@ -295,6 +315,9 @@ TEST_CASE("calibrate gives every rank the same, plausible model", "[collective][
   CHECK(models[0].latency_seconds >= 1e-4);
   CHECK(models[0].ratio > 1.35);
   CHECK(models[0].compress_bytes_per_second > 0);
+  CHECK(models[0].overlap >= 0);
+  CHECK(models[0].overlap <= 1);
+  CHECK(models[0].overlap == models[1].overlap);
 }
 
 TEMPLATE_LIST_TEST_CASE("send and recv carry a tensor between two ranks", "[collective][host]", testing::all_codecs) {

@@ -23,7 +23,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
   using collective::detail::ring_prev;
   if (model == nullptr || (sample == nullptr && n != 0)) return collective::detail::fail(t, status::invalid_argument);
   const int ranks = t.size(), r = t.rank();
-  double m[5] = {0, 0, 0, 0, 0};  // latency, bandwidth, compress, decompress, ratio
+  double m[6] = {0, 0, 0, 0, 0, 1};  // latency, bandwidth, compress, decompress, ratio, overlap
 
   // The codec as the collectives run it (detail/wire.hpp, on the calling thread), on the sample.
   // Every rank codes at the same time (they start together and each codes for at least
@@ -104,20 +104,59 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
     m[1] = 1e12;
   }
 
+  // overlap: how much of the coding a compressed all_gather of the sample actually hides behind
+  // its transfers, from its measured time and the model's two parts (cost_model in common.hpp)
+  double overlap = 1.0;
+  if (ranks > 1 && n > 0) {
+    std::vector<std::uint8_t> ws(all_gather_workspace<Codec>(n, ranks, opt)), gathered(raw * ranks);
+    status sa = all_gather<Codec>(sample, gathered.data(), n, t, ws.data(), ws.size(), opt, cb);  // warm up
+    const int reps = 2;
+    const auto t0 = clock::now();
+    for (int i = 0; i < reps && sa == status::success; ++i)
+      sa = all_gather<Codec>(sample, gathered.data(), n, t, ws.data(), ws.size(), opt, cb);
+    if (sa != status::success) return sa;
+    const double measured = std::chrono::duration<double>(clock::now() - t0).count() / reps;
+    cost_model probe;
+    probe.latency_seconds = m[0];
+    probe.link_bytes_per_second = m[1];
+    probe.compress_bytes_per_second = m[2];
+    probe.decompress_bytes_per_second = m[3];
+    probe.ratio = m[4];
+    probe.segment_bytes = static_cast<double>(opt.pipeline.segment_elems * Codec::element_size);
+    probe.overlap = 1;
+    const double hidden = probe.all_gather(raw, ranks).compressed_seconds;  // all of the shorter part hidden
+    probe.overlap = 0;
+    const double serial = probe.all_gather(raw, ranks).compressed_seconds;  // none of it
+    overlap = serial - hidden > 0 ? (serial - measured) / (serial - hidden) : 1.0;
+    overlap = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
+    if (measured > serial) {
+      // slower than coding and moving one after the other: the coding itself ran slower than it
+      // did alone (ranks and transfers competing for cores); scale c and d to fit
+      probe.overlap = 0;
+      probe.compress_bytes_per_second = probe.decompress_bytes_per_second = 1e30;
+      const double moving = probe.all_gather(raw, ranks).compressed_seconds;
+      const double scale = (serial - moving) > 0 ? (measured - moving) / (serial - moving) : 1.0;
+      m[2] /= scale;
+      m[3] /= scale;
+    }
+  }
+  m[5] = overlap;
+
   // every rank takes the average of all ranks' measurements, summed in rank order
-  std::vector<double> all(static_cast<std::size_t>(5 * ranks));
+  std::vector<double> all(static_cast<std::size_t>(6 * ranks));
   const status s = all_gather<codec<fp32, codebook::fixed>, strategy::never>(
-      reinterpret_cast<const void*>(m), all.data(), 10, t, nullptr, 0);  // 5 doubles = 10 fp32 words
+      reinterpret_cast<const void*>(m), all.data(), 12, t, nullptr, 0);  // 6 doubles = 12 fp32 words
   if (s != status::success) return s;
-  double avg[5] = {0, 0, 0, 0, 0};
+  double avg[6] = {0, 0, 0, 0, 0, 0};
   for (int q = 0; q < ranks; ++q)
-    for (int k = 0; k < 5; ++k) avg[k] += all[static_cast<std::size_t>(5 * q + k)] / ranks;
+    for (int k = 0; k < 6; ++k) avg[k] += all[static_cast<std::size_t>(6 * q + k)] / ranks;
   model->latency_seconds = avg[0];
   model->link_bytes_per_second = avg[1];
   model->compress_bytes_per_second = avg[2];
   model->decompress_bytes_per_second = avg[3];
   model->ratio = avg[4];
   model->segment_bytes = static_cast<double>(opt.pipeline.segment_elems * Codec::element_size);
+  model->overlap = avg[5];
   return status::success;
 }
 

@@ -25,19 +25,23 @@ struct adaptive {};  // per call, the path the cost model (collective_options::m
 // message of S bytes has k = ceil(S / g) segments of q = min(S, g) bytes). Both paths are
 // pipelined by segments: a link is busy for a segment's bytes only, and the latency is paid once
 // per hop of the pipeline, not once per segment; coding overlaps the transfers except for the
-// first and the last segment:
+// first and the last segment, by the fraction `overlap` (o below) of the shorter of the two:
+//   x ++ y = max(x, y) + (1 - o) min(x, y)
+// o = 1 where a NIC moves the bytes while the cores code; o near 0 where the transport itself
+// copies the bytes on the cores that code (transport::local with more rank threads than cores, or
+// MPI over shared memory). calibrate() measures it.
 //   all_gather, S bytes per rank:
 //     plain       (n-1) (a + S/b)
-//     compressed  q/c + q/d + max((n-1) (a + S/(r b)),  (n-1) S/d + (S-q)/c)
+//     compressed  q/c + q/d + ((n-1) (a + S/(r b))  ++  (n-1) S/d + (S-q)/c)
 //   reduce_scatter, B bytes per block (every hop decodes, reduces and recodes each segment):
 //     plain       (n-1) (a + B/b)
-//     compressed  (n-1) (a + q/c + q/d) + (n-1) k max(q/(r b), q/c + q/d)
+//     compressed  (n-1) (a + q/c + q/d) + (n-1) k (q/(r b) ++ q/c + q/d)
 //   send / recv, S bytes:
 //     plain       a + S/b
-//     compressed  q/c + q/d + max(a + S/(r b), (S-q)/c, (S-q)/d)
+//     compressed  q/c + q/d + (a + S/(r b) ++ max((S-q)/c, (S-q)/d))
 //   all_to_all, B bytes per peer (pairwise steps, one segment per peer):
 //     plain       (n-1) (a + B/b)
-//     compressed  B/c + B/d + (n-1) max(a + B/(r b), B/c + B/d)
+//     compressed  B/c + B/d + (n-1) (a + B/(r b) ++ B/c + B/d)
 // The compressed path is taken when it is predicted faster by at least the factor `margin`, so
 // that errors of the model near the break-even point cost little. calibrate() measures a, b, c, d
 // and r on a transport; every rank must hold the same model (calibrate makes sure), so that every
@@ -49,6 +53,7 @@ struct cost_model {
   double decompress_bytes_per_second = 8e9;
   double ratio = 1.4;
   double segment_bytes = 512.0 * 1024;
+  double overlap = 1.0;
   double margin = 1.05;
 
   struct plan {
@@ -59,7 +64,7 @@ struct cost_model {
     const double S = static_cast<double>(bytes_per_rank), h = ranks - 1, q = piece(S);
     const double plain = h * (latency_seconds + S / link_bytes_per_second);
     const double packed = q / compress_bytes_per_second + q / decompress_bytes_per_second +
-                          max2(h * (latency_seconds + S / wire_rate()),
+                          both(h * (latency_seconds + S / wire_rate()),
                                h * S / decompress_bytes_per_second + (S - q) / compress_bytes_per_second);
     return decide(ranks > 1 && S > 0, plain, packed);
   }
@@ -68,14 +73,14 @@ struct cost_model {
     const double k = segments(B), q = piece(B);
     const double code = q / compress_bytes_per_second + q / decompress_bytes_per_second;
     const double plain = h * (latency_seconds + B / link_bytes_per_second);
-    const double packed = h * (latency_seconds + code) + h * k * max2(q / wire_rate(), code);
+    const double packed = h * (latency_seconds + code) + h * k * both(q / wire_rate(), code);
     return decide(ranks > 1 && B > 0, plain, packed);
   }
   plan send_recv(std::uint64_t bytes) const {
     const double S = static_cast<double>(bytes), q = piece(S);
     const double plain = latency_seconds + S / link_bytes_per_second;
     const double packed = q / compress_bytes_per_second + q / decompress_bytes_per_second +
-                          max2(latency_seconds + S / wire_rate(),
+                          both(latency_seconds + S / wire_rate(),
                                max2((S - q) / compress_bytes_per_second, (S - q) / decompress_bytes_per_second));
     return decide(S > 0, plain, packed);
   }
@@ -83,12 +88,17 @@ struct cost_model {
     const double B = static_cast<double>(bytes_per_peer), h = ranks - 1;
     const double code = B / compress_bytes_per_second + B / decompress_bytes_per_second;
     const double plain = h * (latency_seconds + B / link_bytes_per_second);
-    const double packed = code + h * max2(latency_seconds + B / wire_rate(), code);
+    const double packed = code + h * both(latency_seconds + B / wire_rate(), code);
     return decide(ranks > 1 && B > 0, plain, packed);
   }
 
  private:
   static double max2(double x, double y) { return x > y ? x : y; }
+  // x and y run side by side, `overlap` of the shorter one hidden behind the longer
+  double both(double x, double y) const {
+    const double o = overlap < 0 ? 0 : overlap > 1 ? 1 : overlap;
+    return max2(x, y) + (1 - o) * (x < y ? x : y);
+  }
   double wire_rate() const { return ratio * link_bytes_per_second; }
   double segments(double bytes) const {
     if (segment_bytes <= 0 || bytes <= segment_bytes) return 1;
