@@ -11,6 +11,7 @@
 
 #include "../support/codecs.hpp"
 #include "../support/test_data.hpp"
+#include "../support/transports.hpp"
 
 using namespace zipccl;
 using transport::local_transport;
@@ -51,18 +52,6 @@ transfer_plan plan_for(int r, int n, std::uint64_t scale) {
   return p;
 }
 
-struct lockstep_transport {
-  local_transport& inner;
-  int rank() const { return inner.rank(); }
-  int size() const { return inner.size(); }
-  status send(int dst, const void* buf, std::uint64_t bytes) { return inner.send(dst, buf, bytes); }
-  status recv(int src, void* buf, std::uint64_t bytes) { return inner.recv(src, buf, bytes); }
-  status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
-    return inner.sendrecv(dst, sb, sn, src, rb, rn);
-  }
-  void abort(status why) { inner.abort(why); }
-};
-
 // Runs all_to_all on n ranks; checks every received block; returns the bytes on the wire.
 template <class Codec, class Strategy>
 std::uint64_t run_and_check(int n, std::uint64_t scale, bool lockstep, const collective_options& opt) {
@@ -88,7 +77,7 @@ std::uint64_t run_and_check(int n, std::uint64_t scale, bool lockstep, const col
   };
   world.run([&](local_transport& t) {
     if (lockstep) {
-      lockstep_transport l{t};
+      testing::lockstep_transport l{t};
       body(l);
     } else {
       body(t);
@@ -171,27 +160,10 @@ TEST_CASE("all_to_all failures become errors on every rank", "[collective][all_t
   }
   SECTION("a corrupt block") {
     // rank 1 flips a byte in the middle of every long message it sends
-    struct flaky {
-      local_transport& inner;
-      int rank() const { return inner.rank(); }
-      int size() const { return inner.size(); }
-      status send(int dst, const void* buf, std::uint64_t bytes) {
-        if (inner.rank() != 1 || bytes <= 64) return inner.send(dst, buf, bytes);
-        std::vector<std::uint8_t> c(static_cast<const std::uint8_t*>(buf), static_cast<const std::uint8_t*>(buf) + bytes);
-        c[bytes / 2] ^= 0x40;
-        return inner.send(dst, c.data(), bytes);
-      }
-      status recv(int src, void* buf, std::uint64_t bytes) { return inner.recv(src, buf, bytes); }
-      status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
-        const status s = send(dst, sb, sn);
-        return s != status::success ? s : recv(src, rb, rn);
-      }
-      void abort(status why) { inner.abort(why); }
-    };
     local_world world(n, {}, test_timeout);
     std::vector<status> st(n, status::success);
     world.run([&](local_transport& lt) {
-      flaky t{lt};
+      testing::flaky_transport t(lt, 1, 0x40);
       const transfer_plan p = plan_for(t.rank(), n, 4);
       std::vector<T> send(p.send_total, T(0x3C00)), recv(p.recv_total);
       const auto o = small_chunks();

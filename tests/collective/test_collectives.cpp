@@ -10,6 +10,7 @@
 
 #include "../support/codecs.hpp"
 #include "../support/test_data.hpp"
+#include "../support/transports.hpp"
 
 using namespace zipccl;
 using transport::local_transport;
@@ -28,20 +29,8 @@ collective_options small_chunks(unsigned depth = 2) {
   return o;
 }
 
-// The same transport without the request-based operations: the collectives run in lock step.
-struct lockstep_transport {
-  local_transport& inner;
-  int rank() const { return inner.rank(); }
-  int size() const { return inner.size(); }
-  status send(int dst, const void* buf, std::uint64_t bytes) { return inner.send(dst, buf, bytes); }
-  status recv(int src, void* buf, std::uint64_t bytes) { return inner.recv(src, buf, bytes); }
-  status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
-    return inner.sendrecv(dst, sb, sn, src, rb, rn);
-  }
-  void abort(status why) { inner.abort(why); }
-};
-static_assert(!transport::has_requests_v<lockstep_transport>);
-static_assert(transport::has_requests_v<local_transport>);
+using testing::flaky_transport;
+using testing::lockstep_transport;
 
 // Rank r's input: count elements of near-Gaussian data, different per rank.
 template <class Codec>
@@ -160,28 +149,6 @@ TEST_CASE("reduce_scatter sums match a float reference within rounding", "[colle
   }
 }
 
-namespace {
-// A transport that corrupts one byte of every long message a chosen rank sends.
-struct flaky_transport {
-  local_transport& inner;
-  int bad_rank;
-  int rank() const { return inner.rank(); }
-  int size() const { return inner.size(); }
-  status send(int dst, const void* buf, std::uint64_t bytes) {
-    if (inner.rank() != bad_rank || bytes <= 64) return inner.send(dst, buf, bytes);
-    std::vector<std::uint8_t> copy(static_cast<const std::uint8_t*>(buf), static_cast<const std::uint8_t*>(buf) + bytes);
-    copy[bytes / 2] ^= 0x11;
-    return inner.send(dst, copy.data(), bytes);
-  }
-  status recv(int src, void* buf, std::uint64_t bytes) { return inner.recv(src, buf, bytes); }
-  status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
-    const status s = send(dst, sb, sn);
-    return s != status::success ? s : recv(src, rb, rn);
-  }
-  void abort(status why) { inner.abort(why); }
-};
-}  // namespace
-
 TEST_CASE("failures become errors on every rank, never a hang", "[collective][host]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
   collective_options opt = small_chunks();
@@ -191,7 +158,7 @@ TEST_CASE("failures become errors on every rank, never a hang", "[collective][ho
       local_world world(4, {}, test_timeout);
       std::vector<status> st(4, status::success);
       world.run([&](local_transport& lt) {
-        flaky_transport t{lt, 2};
+        flaky_transport t(lt, 2);
         const auto in = input<C>(t.rank(), 4 * 3000);
         std::vector<std::uint16_t> out(4 * 3000);
         std::vector<std::uint8_t> ws(all_gather_workspace<C>(3000, 4, opt) + reduce_scatter_workspace<C>(3000, opt));
@@ -395,7 +362,7 @@ TEST_CASE("recv reports a corrupt stream or a wrong count", "[collective][host]"
     local_world world(2, {}, test_timeout);
     std::vector<status> st(2, status::success);
     world.run([&](local_transport& lt) {
-      flaky_transport t{lt, which_case == 0 ? 0 : -1};  // case 0: rank 0's long messages are corrupted
+      flaky_transport t(lt, which_case == 0 ? 0 : -1);  // case 0: rank 0's long messages are corrupted
       std::vector<std::uint8_t> ws(send_recv_workspace<C>(5000, opt));
       std::vector<std::uint16_t> got(5000);
       if (t.rank() == 0)
