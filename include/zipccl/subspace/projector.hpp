@@ -1,0 +1,130 @@
+// zipccl: the subspace codec's forward and backward passes (host), for one micro-batch of n
+// tokens (rows), x a token's d-dim activation, A in St(d, r), anchor[tok] = E[tok] P:
+//
+//   sender     z     = (x - anchor[tok]) A                 encode()
+//   receiver   x_hat = z A^T + anchor[tok]                  decode()
+//   receiver   dL/dz = (dL/dx_hat) A                        decode_backward(), which also adds
+//              dL/dA += (dL/dx_hat)^T z,  dL/dE[tok] += (dL/dx_hat) P^T
+//   sender     dL/dx = (dL/dz) A^T                          encode_backward(), which also adds
+//              dL/dA += (x - anchor[tok])^T (dL/dz),  dL/dE[tok] -= (dL/dz) A^T P^T
+//
+// Without an anchor (nullptr) the anchor terms are zero. The gradients of A and E accumulate
+// (+=) into the caller's matrices, so a caller adds both sides' contributions and then steps the
+// Stiefel optimizer. Every function checks shapes and token ids and returns invalid_argument
+// rather than touching memory it was not given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../error.hpp"
+#include "anchor.hpp"
+#include "detail/blas.hpp"
+#include "stiefel.hpp"
+
+namespace zipccl::subspace {
+
+namespace detail {
+// Keeps T from being deduced from an argument (so nullptr can be passed for an optional one).
+template <class T>
+struct id {
+  using type = T;
+};
+template <class T>
+using anchor_ptr = const typename id<anchor_table<T>>::type*;
+template <class T>
+using out_ptr = typename id<matrix<T>>::type*;
+
+// A is d x r with 0 < r <= d, and the anchor (if any) is for d-dim rows.
+template <class T>
+bool shapes_ok(std::size_t d, const matrix<T>& a, const anchor_table<T>* anc) {
+  return a.rows == d && a.cols <= d && a.cols > 0 && (anc == nullptr || anc->dim() == d);
+}
+// x minus the anchor of every row (n x d).
+template <class T>
+status centred(const matrix<T>& x, const std::int32_t* tok, const anchor_table<T>* anc, matrix<T>* out) {
+  *out = x;
+  if (anc == nullptr) return status::success;
+  matrix<T> an;
+  const status s = anc->gather(tok, x.rows, &an);
+  if (s != status::success) return s;
+  for (std::size_t i = 0; i < out->v.size(); ++i) out->v[i] -= an.v[i];
+  return status::success;
+}
+}  // namespace detail
+
+// z (n x r) = (x - anchor[tok]) A.
+template <class T>
+status encode(const matrix<T>& x, const std::int32_t* tok, const matrix<T>& a, detail::anchor_ptr<T> anc,
+              matrix<T>* z) {
+  if (z == nullptr || x.cols != a.rows || !detail::shapes_ok(x.cols, a, anc)) return status::invalid_argument;
+  matrix<T> c;
+  const status s = detail::centred(x, tok, anc, &c);
+  if (s != status::success) return s;
+  *z = matrix<T>(x.rows, a.cols);
+  detail::gemm<T>(false, false, x.rows, a.cols, x.cols, T(1), c.data(), x.cols, a.data(), a.cols, T(0), z->data(),
+                  a.cols);
+  return status::success;
+}
+
+// x_hat (n x d) = z A^T + anchor[tok].
+template <class T>
+status decode(const matrix<T>& z, const std::int32_t* tok, const matrix<T>& a, detail::anchor_ptr<T> anc,
+              matrix<T>* x_hat) {
+  if (x_hat == nullptr || z.cols != a.cols || !detail::shapes_ok(a.rows, a, anc))
+    return status::invalid_argument;
+  matrix<T> out(z.rows, a.rows);
+  if (anc != nullptr) {
+    const status s = anc->gather(tok, z.rows, &out);
+    if (s != status::success) return s;
+  }
+  detail::gemm<T>(false, true, z.rows, a.rows, a.cols, T(1), z.data(), a.cols, a.data(), a.cols, T(1), out.data(),
+                  a.rows);
+  *x_hat = std::move(out);
+  return status::success;
+}
+
+// The receiver's backward pass: dz = d_xhat A; da += d_xhat^T z; de[tok] += d_xhat P^T.
+// da and de may be null (not wanted).
+template <class T>
+status decode_backward(const matrix<T>& z, const std::int32_t* tok, const matrix<T>& a, detail::anchor_ptr<T> anc,
+                       const matrix<T>& d_xhat, matrix<T>* dz, detail::out_ptr<T> da, detail::out_ptr<T> de) {
+  const std::size_t n = z.rows, d = a.rows, r = a.cols;
+  if (dz == nullptr || z.cols != r || d_xhat.rows != n || d_xhat.cols != d || !detail::shapes_ok(d, a, anc) ||
+      (da != nullptr && (da->rows != d || da->cols != r)))
+    return status::invalid_argument;
+  if (anc != nullptr && de != nullptr) {
+    const status s = anc->scatter_gradient(tok, n, d_xhat, T(1), de);
+    if (s != status::success) return s;
+  }
+  *dz = matrix<T>(n, r);
+  detail::gemm<T>(false, false, n, r, d, T(1), d_xhat.data(), d, a.data(), r, T(0), dz->data(), r);
+  if (da != nullptr) detail::gemm<T>(true, false, d, r, n, T(1), d_xhat.data(), d, z.data(), r, T(1), da->data(), r);
+  return status::success;
+}
+
+// The sender's backward pass: dx = dz A^T; da += (x - anchor)^T dz; de[tok] -= dz A^T P^T.
+template <class T>
+status encode_backward(const matrix<T>& x, const std::int32_t* tok, const matrix<T>& a, detail::anchor_ptr<T> anc,
+                       const matrix<T>& dz, matrix<T>* dx, detail::out_ptr<T> da, detail::out_ptr<T> de) {
+  const std::size_t n = x.rows, d = a.rows, r = a.cols;
+  if (dx == nullptr || x.cols != d || dz.rows != n || dz.cols != r || !detail::shapes_ok(d, a, anc) ||
+      (da != nullptr && (da->rows != d || da->cols != r)))
+    return status::invalid_argument;
+  matrix<T> out(n, d);
+  detail::gemm<T>(false, true, n, d, r, T(1), dz.data(), r, a.data(), r, T(0), out.data(), d);
+  if (da != nullptr) {
+    matrix<T> c;
+    const status s = detail::centred(x, tok, anc, &c);
+    if (s != status::success) return s;
+    detail::gemm<T>(true, false, d, r, n, T(1), c.data(), d, dz.data(), r, T(1), da->data(), r);
+  }
+  if (anc != nullptr && de != nullptr) {
+    const status s = anc->scatter_gradient(tok, n, out, T(-1), de);
+    if (s != status::success) return s;
+  }
+  *dx = std::move(out);
+  return status::success;
+}
+
+}  // namespace zipccl::subspace

@@ -1,0 +1,207 @@
+// The subspace codec's host building blocks: the Stiefel optimizer keeps A orthonormal, the
+// backward passes match finite differences, encode/decode is the exact projection, and bad shapes
+// or token ids are errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <zipccl/subspace/anchor.hpp>
+#include <zipccl/subspace/projector.hpp>
+#include <zipccl/subspace/stiefel.hpp>
+
+using namespace zipccl;
+using namespace zipccl::subspace;
+
+namespace {
+
+template <class T>
+matrix<T> gaussian(std::size_t r, std::size_t c, std::uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0.0, scale);
+  matrix<T> m(r, c);
+  for (T& e : m.v) e = static_cast<T>(nd(rng));
+  return m;
+}
+
+std::vector<std::int32_t> tokens(std::size_t n, int vocab, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::int32_t> t(n);
+  for (auto& v : t) v = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
+  return t;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("A stays on the Stiefel manifold over 10,000 steps", "[subspace][host]", float, double) {
+  using T = TestType;
+  const std::size_t d = 64, r = 8;
+  for (retraction how : {retraction::polar, retraction::qr}) {
+    matrix<T> a = random_orthonormal<T>(d, r, 7);
+    stiefel_options o;
+    o.lr = 0.02;
+    o.retract = how;
+    stiefel_optimizer<T> opt(d, r, o);
+    const int steps = how == retraction::polar ? 10000 : 2000;
+    T worst = 0;
+    for (int s = 0; s < steps; ++s) {
+      const matrix<T> g = gaussian<T>(d, r, 1000 + static_cast<std::uint64_t>(s));
+      REQUIRE(opt.step(&a, g) == status::success);
+      const T e = orthogonality_error(a);
+      worst = e > worst ? e : worst;
+    }
+    INFO("retraction " << (how == retraction::polar ? "polar" : "qr") << ", worst ||A^T A - I|| " << worst);
+    CHECK(worst <= T(1e-5));
+  }
+}
+
+TEST_CASE("the Riemannian gradient is tangent, and steps descend", "[subspace][host]") {
+  const std::size_t d = 32, r = 4;
+  const matrix<double> a = random_orthonormal<double>(d, r, 3);
+  const matrix<double> g = gaussian<double>(d, r, 4);
+  matrix<double> rg;
+  REQUIRE(riemannian_gradient(a, g, &rg) == status::success);
+  // tangent at A: A^T rg + rg^T A = 0
+  for (std::size_t i = 0; i < r; ++i)
+    for (std::size_t j = 0; j < r; ++j) {
+      double s = 0;
+      for (std::size_t k = 0; k < d; ++k) s += a(k, i) * rg(k, j) + rg(k, i) * a(k, j);
+      CHECK(std::abs(s) < 1e-12);
+    }
+  // minimising -trace(A^T M) for a fixed M approaches the polar factor of M
+  const matrix<double> m = gaussian<double>(d, r, 5);
+  matrix<double> best = m;
+  REQUIRE(polar(&best, 100, 1e-13, true) == status::success);
+  auto objective = [&](const matrix<double>& x) {
+    double s = 0;
+    for (std::size_t i = 0; i < x.v.size(); ++i) s -= x.v[i] * m.v[i];
+    return s;
+  };
+  matrix<double> x = random_orthonormal<double>(d, r, 6);
+  stiefel_options o;
+  o.lr = 0.05;
+  stiefel_optimizer<double> opt(d, r, o);
+  const double start = objective(x);
+  matrix<double> neg_m = m;
+  for (double& v : neg_m.v) v = -v;
+  for (int s = 0; s < 300; ++s) REQUIRE(opt.step(&x, neg_m) == status::success);
+  CHECK(objective(x) < start);
+  CHECK(objective(x) - objective(best) < 0.05 * std::abs(objective(best)));
+}
+
+TEST_CASE("encode then decode is the exact projection", "[subspace][host]") {
+  const std::size_t n = 50, d = 32, r = 6;
+  const matrix<double> x = gaussian<double>(n, d, 11);
+  const matrix<double> a = random_orthonormal<double>(d, r, 12);
+  const auto tok = tokens(n, 20, 13);
+  anchor_table<double> anc(20, d, r, 99);
+  anc.table() = gaussian<double>(20, r, 14);
+  for (const anchor_table<double>* an : {static_cast<const anchor_table<double>*>(nullptr),
+                                         static_cast<const anchor_table<double>*>(&anc)}) {
+    matrix<double> z, xh;
+    REQUIRE(encode(x, tok.data(), a, an, &z) == status::success);
+    REQUIRE(decode(z, tok.data(), a, an, &xh) == status::success);
+    // x_hat = (x - c) A A^T + c, c the anchor
+    matrix<double> c(n, d);
+    if (an != nullptr) REQUIRE(an->gather(tok.data(), n, &c) == status::success);
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t j = 0; j < d; ++j) {
+        double v = c(t, j);
+        for (std::size_t k = 0; k < r; ++k) {
+          double zk = 0;
+          for (std::size_t i = 0; i < d; ++i) zk += (x(t, i) - c(t, i)) * a(i, k);
+          v += zk * a(j, k);
+        }
+        CHECK(xh(t, j) == Approx(v).margin(1e-12));
+      }
+  }
+  // the anchor basis has orthonormal rows, the same for the same seed, another for another seed
+  const anchor_table<double> same(20, d, r, 99), other(20, d, r, 100);
+  CHECK(same.basis().v == anc.basis().v);
+  CHECK(other.basis().v != anc.basis().v);
+  matrix<double> pt(d, r);
+  for (std::size_t i = 0; i < r; ++i)
+    for (std::size_t j = 0; j < d; ++j) pt(j, i) = anc.basis()(i, j);
+  CHECK(orthogonality_error(pt) < 1e-12);
+}
+
+TEST_CASE("the backward passes match finite differences", "[subspace][host]") {
+  // L = 0.5 ||x_hat - y||^2 through encode and decode, in double
+  const std::size_t n = 12, d = 10, r = 3;
+  const int vocab = 5;
+  const matrix<double> x = gaussian<double>(n, d, 21), y = gaussian<double>(n, d, 22);
+  const matrix<double> a = gaussian<double>(d, r, 23);  // any A: the formulas do not need A^T A = I
+  const auto tok = tokens(n, vocab, 24);
+  anchor_table<double> anc(vocab, d, r, 7);
+  anc.table() = gaussian<double>(vocab, r, 25);
+  auto loss = [&](const matrix<double>& xx, const matrix<double>& aa, const anchor_table<double>& an) {
+    matrix<double> z, xh;
+    REQUIRE(encode(xx, tok.data(), aa, &an, &z) == status::success);
+    REQUIRE(decode(z, tok.data(), aa, &an, &xh) == status::success);
+    double s = 0;
+    for (std::size_t i = 0; i < xh.v.size(); ++i) s += 0.5 * (xh.v[i] - y.v[i]) * (xh.v[i] - y.v[i]);
+    return s;
+  };
+  // analytic: forward, then the receiver's and the sender's backward passes
+  matrix<double> z, xh, dz, dx;
+  REQUIRE(encode(x, tok.data(), a, &anc, &z) == status::success);
+  REQUIRE(decode(z, tok.data(), a, &anc, &xh) == status::success);
+  matrix<double> dxh = xh;
+  for (std::size_t i = 0; i < dxh.v.size(); ++i) dxh.v[i] -= y.v[i];
+  matrix<double> da(d, r), de(vocab, r);
+  REQUIRE(decode_backward(z, tok.data(), a, &anc, dxh, &dz, &da, &de) == status::success);
+  REQUIRE(encode_backward(x, tok.data(), a, &anc, dz, &dx, &da, &de) == status::success);
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < x.v.size(); i += 7) {
+    matrix<double> p = x, m = x;
+    p.v[i] += h;
+    m.v[i] -= h;
+    CHECK(dx.v[i] == Approx((loss(p, a, anc) - loss(m, a, anc)) / (2 * h)).epsilon(1e-6).margin(1e-7));
+  }
+  for (std::size_t i = 0; i < a.v.size(); ++i) {
+    matrix<double> p = a, m = a;
+    p.v[i] += h;
+    m.v[i] -= h;
+    CHECK(da.v[i] == Approx((loss(x, p, anc) - loss(x, m, anc)) / (2 * h)).epsilon(1e-6).margin(1e-7));
+  }
+  for (std::size_t i = 0; i < de.v.size(); ++i) {
+    anchor_table<double> p = anc, m = anc;
+    p.table().v[i] += h;
+    m.table().v[i] -= h;
+    CHECK(de.v[i] == Approx((loss(x, a, p) - loss(x, a, m)) / (2 * h)).epsilon(1e-6).margin(1e-7));
+  }
+}
+
+TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
+  const matrix<float> a = random_orthonormal<float>(16, 4, 1);
+  const matrix<float> x = gaussian<float>(3, 16, 2);
+  anchor_table<float> anc(10, 16, 4, 3);
+  matrix<float> z, out;
+  std::vector<std::int32_t> tok = {1, 2, 3};
+  CHECK(encode(gaussian<float>(3, 15, 2), tok.data(), a, &anc, &z) == status::invalid_argument);  // d differs
+  CHECK(encode(x, tok.data(), a, nullptr, static_cast<matrix<float>*>(nullptr)) == status::invalid_argument);
+  const anchor_table<float> wrong_dim(10, 8, 4, 3);
+  CHECK(encode(x, tok.data(), a, &wrong_dim, &z) == status::invalid_argument);
+  tok[1] = 10;  // out of range
+  CHECK(encode(x, tok.data(), a, &anc, &z) == status::invalid_argument);
+  tok[1] = -1;
+  CHECK(encode(x, tok.data(), a, &anc, &z) == status::invalid_argument);
+  tok[1] = 2;
+  REQUIRE(encode(x, tok.data(), a, &anc, &z) == status::success);
+  CHECK(decode(gaussian<float>(3, 5, 4), tok.data(), a, &anc, &out) == status::invalid_argument);  // r differs
+  matrix<float> dz, da(16, 3);
+  CHECK(decode_backward(z, tok.data(), a, &anc, gaussian<float>(3, 16, 5), &dz, &da, nullptr) ==
+        status::invalid_argument);  // dA of the wrong shape
+  stiefel_optimizer<float> opt(16, 4);
+  matrix<float> g = gaussian<float>(16, 4, 6);
+  g.v[5] = std::nanf("");
+  matrix<float> aa = a;
+  CHECK(opt.step(&aa, g) == status::invalid_argument);
+  CHECK(aa.v == a.v);  // untouched
+  CHECK(opt.step(&aa, gaussian<float>(16, 3, 7)) == status::invalid_argument);
+  matrix<float> wide(3, 5);
+  CHECK(polar(&wide) == status::invalid_argument);
+  CHECK(qr_retract(&wide) == status::invalid_argument);
+}
