@@ -3,7 +3,7 @@
 # The CUDA toolkit is expected at /usr/local/cuda (optional: without it, host code only).
 set -euo pipefail
 packages=(cmake ninja-build g++ make pkg-config catch2 libbenchmark-dev libzstd-dev clang
-          libclang-rt-dev ccache python3 libopenmpi-dev openmpi-bin)
+          libclang-rt-dev ccache python3 libopenmpi-dev openmpi-bin libopenblas-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

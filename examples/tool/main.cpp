@@ -5,7 +5,10 @@
 //   zipccl decompress [--threads N] [--json] IN OUT
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
 //   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
-//                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R] [--json]
+//                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R]
+//                     [--overlap O] [--json]
+//   zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--steps N] [--dtype ...] [--seed S]
+//                     [--json] IN          (built when a BLAS is found)
 //
 // IN is a raw little-endian file of elements or a .npy file (its dtype then comes from the header;
 // numpy's '<f2' is fp16, '<f4' fp32, and bf16 is written by ml_dtypes as 'bfloat16' or as '<V2').
@@ -24,7 +27,15 @@
 #include <vector>
 
 #include <zipccl/collective/common.hpp>
+#include <zipccl/collective/detail/arith.hpp>
 #include <zipccl/zipccl.hpp>
+#if ZIPCCL_TOOL_SUBSPACE
+#include <cmath>
+#include <cstdlib>
+
+#include <zipccl/subspace/fit.hpp>
+#include <zipccl/subspace/pca.hpp>
+#endif
 
 #include "npy.hpp"
 
@@ -41,7 +52,9 @@ constexpr const char* usage_text =
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
-    "                   [--ratio R] [--overlap O] [--json]\n";
+    "                   [--ratio R] [--overlap O] [--json]\n"
+    "       zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--steps N] [--dtype bf16|fp16|fp32]\n"
+    "                   [--seed S] [--json] IN\n";
 
 struct args {
   std::string command;
@@ -64,7 +77,10 @@ args parse(int argc, char** argv) {
                                                    {"--json", false},   {"--op", true},       {"--ranks", true},
                                                    {"--bytes", true},   {"--link-gbps", true}, {"--latency-us", true},
                                                    {"--compress-gbps", true}, {"--decompress-gbps", true},
-                                                   {"--ratio", true},        {"--overlap", true}};
+                                                   {"--ratio", true},        {"--overlap", true},
+                                                   {"--dim", true},          {"--rank", true},
+                                                   {"--tokens", true},       {"--vocab", true},
+                                                   {"--steps", true},        {"--seed", true}};
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) == 0) {
@@ -414,6 +430,96 @@ int cmd_plan(const args& a) {
   return 0;
 }
 
+#if ZIPCCL_TOOL_SUBSPACE
+// Fits the subspace codec to activations (rows of --dim elements) and prints the energy each
+// variant retains, 1 - ||X - X_hat||^2 / ||X||^2, next to the PCA optimum (subspace/fit.hpp).
+int cmd_subspace_fit(const args& a) {
+  namespace ss = zipccl::subspace;
+  if (a.files.size() != 1) throw usage_error("subspace-fit takes one input file");
+  if (!a.get("--dim") || !a.get("--rank")) throw usage_error("subspace-fit needs --dim and --rank");
+  const std::uint64_t d = parse_uint(*a.get("--dim"), "--dim"), r = parse_uint(*a.get("--rank"), "--rank");
+  if (d == 0 || r == 0 || r > d || d > 65536) throw usage_error("need 0 < --rank <= --dim <= 65536");
+  if (a.get("--tokens").has_value() != a.get("--vocab").has_value())
+    throw usage_error("--tokens and --vocab go together");
+  const tensor t = load_tensor(a.files[0], a.get("--dtype").value_or("fp32"));
+  if (t.count == 0 || t.count % d != 0)
+    throw std::runtime_error(a.files[0] + ": " + std::to_string(t.count) + " elements are not rows of " +
+                             std::to_string(d));
+  const std::uint64_t n = t.count / d;
+  ss::matrix<float> x(n, d);
+  for (std::uint64_t i = 0; i < t.count; ++i) {
+    const std::uint8_t* p = t.data() + i * zipccl::dtype_size(t.type);
+    using zipccl::collective::detail::widen;
+    x.v[i] = t.type == zipccl::dtype::fp32   ? widen<zipccl::fp32>(zipccl::format::load_le<std::uint32_t>(p))
+             : t.type == zipccl::dtype::bf16 ? widen<zipccl::bf16>(zipccl::format::load_le<std::uint16_t>(p))
+                                             : widen<zipccl::fp16>(zipccl::format::load_le<std::uint16_t>(p));
+    if (!std::isfinite(x.v[i])) throw std::runtime_error(a.files[0] + ": element " + std::to_string(i) + " is not finite");
+  }
+  std::vector<std::int32_t> tok;
+  std::uint64_t vocab = 0;
+  if (auto tf = a.get("--tokens")) {
+    vocab = parse_uint(*a.get("--vocab"), "--vocab");
+    if (vocab == 0 || vocab > (1u << 24)) throw usage_error("--vocab must be between 1 and 16777216");
+    const auto raw = read_file(*tf);
+    if (raw.size() != n * 4)
+      throw std::runtime_error(*tf + ": " + std::to_string(raw.size()) + " bytes, but " + std::to_string(n) +
+                               " int32 token ids (4 bytes each) are needed, one per row");
+    tok.resize(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      tok[i] = static_cast<std::int32_t>(zipccl::format::load_le<std::uint32_t>(raw.data() + 4 * i));
+      if (tok[i] < 0 || static_cast<std::uint64_t>(tok[i]) >= vocab)
+        throw std::runtime_error(*tf + ": token id " + std::to_string(tok[i]) + " at row " + std::to_string(i) +
+                                 " is outside [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  ss::fit_options o;
+  if (auto v = a.get("--steps")) o.steps = static_cast<int>(parse_uint(*v, "--steps"));
+  if (o.steps > 10000000) throw usage_error("--steps must be at most 10000000");
+  const std::uint64_t seed = a.get("--seed") ? parse_uint(*a.get("--seed"), "--seed") : 1;
+  o.seed = seed;
+#if defined(OPENBLAS_VERSION)
+  // the products here are small: OpenBLAS's threads cost more than they give, unless asked for
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
+#endif
+  const auto t0 = std::chrono::steady_clock::now();
+  auto check = [](zipccl::status s) {
+    if (s != zipccl::status::success) throw std::runtime_error(std::string("subspace-fit: ") + zipccl::to_string(s));
+  };
+  double pca = 0, fixed = 0, learned = 0, anchored = -1;
+  ss::matrix<float> ap, af = ss::random_orthonormal<float>(d, r, seed), al = af;
+  check(ss::pca_basis(x, r, &ap));
+  check(ss::retained_energy(x, nullptr, ap, nullptr, &pca));
+  check(ss::retained_energy(x, nullptr, af, nullptr, &fixed));
+  check(ss::fit_projector(x, nullptr, &al, nullptr, o));
+  check(ss::retained_energy(x, nullptr, al, nullptr, &learned));
+  if (!tok.empty()) {
+    ss::matrix<float> aa = af;
+    ss::anchor_table<float> anc(vocab, d, r, seed + 1);
+    check(ss::fit_projector(x, tok.data(), &aa, &anc, o));
+    check(ss::retained_energy(x, tok.data(), aa, &anc, &anchored));
+  }
+  const double secs = seconds_since(t0);
+  if (a.flag("--json")) {
+    std::printf("{\"command\":\"subspace-fit\",\"rows\":%llu,\"dim\":%llu,\"rank\":%llu,\"steps\":%d,\"energy\":{"
+                "\"fixed\":%.6f,\"learned\":%.6f,",
+                static_cast<unsigned long long>(n), static_cast<unsigned long long>(d),
+                static_cast<unsigned long long>(r), o.steps, fixed, learned);
+    if (anchored >= 0) std::printf("\"learned_anchor\":%.6f,", anchored);
+    std::printf("\"pca\":%.6f},\"learned_of_pca\":%.6f,\"seconds\":%.3f}\n", pca, pca > 0 ? learned / pca : 0.0, secs);
+  } else {
+    std::printf("%llu rows of %llu, rank %llu (%.1fx), %d steps, %.2f s\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(d), static_cast<unsigned long long>(r),
+                static_cast<double>(d) / static_cast<double>(r), o.steps, secs);
+    std::printf("retained energy 1 - |X - X_hat|^2 / |X|^2:\n");
+    std::printf("  fixed random projection  %.4f\n", fixed);
+    std::printf("  learned projector        %.4f  (%.2f%% of PCA)\n", learned, pca > 0 ? 100 * learned / pca : 0.0);
+    if (anchored >= 0) std::printf("  learned + anchor         %.4f\n", anchored);
+    std::printf("  PCA optimum (no anchor)  %.4f\n", pca);
+  }
+  return 0;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -423,6 +529,11 @@ int main(int argc, char** argv) {
     if (a.command == "decompress") return cmd_decompress(a);
     if (a.command == "inspect") return cmd_inspect(a);
     if (a.command == "plan") return cmd_plan(a);
+#if ZIPCCL_TOOL_SUBSPACE
+    if (a.command == "subspace-fit") return cmd_subspace_fit(a);
+#else
+    if (a.command == "subspace-fit") throw std::runtime_error("subspace-fit: this zipccl was built without a BLAS");
+#endif
     if (a.command == "--help" || a.command == "-h" || a.command == "help") {
       std::fputs(usage_text, stdout);
       return 0;

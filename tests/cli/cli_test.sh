@@ -115,6 +115,44 @@ d = bytearray(open('ok.zpc','rb').read()); d[len(d)//2] ^= 0x10; open('flip.zpc'
   one_line_error "$zipccl" decompress flip.zpc out.raw
   grep -q 'checksum mismatch' err.txt || { echo "FAILED: flipped byte not reported as checksum mismatch"; fail=1; }
   ;;
+subspace)
+  # activations near a rank-6 subspace in 32 dimensions, plus a per-token offset and some noise
+  "$py" - <<'PY'
+import random, struct
+random.seed(9)
+d, n, k, vocab = 32, 600, 6, 10
+basis = [[random.gauss(0, 1) for _ in range(d)] for _ in range(k)]
+offset = [[random.gauss(0, 0.3) for _ in range(d)] for _ in range(vocab)]
+rows, toks = [], []
+for i in range(n):
+    t = random.randrange(vocab)
+    c = [random.gauss(0, 1) for _ in range(k)]
+    rows += [sum(c[j] * basis[j][m] for j in range(k)) + offset[t][m] + random.gauss(0, 0.05) for m in range(d)]
+    toks.append(t)
+open('act.fp32', 'wb').write(struct.pack('<%df' % len(rows), *rows))
+open('tok.i32', 'wb').write(struct.pack('<%di' % n, *toks))
+open('tok_bad.i32', 'wb').write(struct.pack('<%di' % n, *[t if i != 7 else vocab for i, t in enumerate(toks)]))
+open('tok_short.i32', 'wb').write(struct.pack('<%di' % (n - 1), *toks[:-1]))
+PY
+  "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok.i32 --vocab 10 --steps 1500 --json act.fp32 >fit.json || fail=1
+  "$zipccl" subspace-fit --dim 32 --rank 6 --steps 300 act.fp32 | grep -q 'learned projector' || fail=1
+  "$py" - <<'PY' || fail=1
+import json
+j = json.load(open('fit.json'))
+e = j['energy']
+assert j['rows'] == 600 and j['dim'] == 32 and j['rank'] == 6, j
+assert e['learned'] >= 0.98 * e['pca'], e              # the learned projector reaches the PCA optimum
+assert e['fixed'] < e['learned'], e                     # and beats a fixed random projection
+assert e['learned_anchor'] >= e['learned'] - 1e-3, e    # the anchor takes the per-token offsets
+assert 0 < e['pca'] <= 1, e
+PY
+  one_line_error "$zipccl" subspace-fit --dim 29 --rank 6 act.fp32                    # not rows of 29
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 40 act.fp32                   # rank > dim
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok.i32 act.fp32   # no --vocab
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok_bad.i32 --vocab 10 act.fp32
+  grep -q 'outside' err.txt || { echo "FAILED: token out of range not named"; fail=1; }
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok_short.i32 --vocab 10 act.fp32
+  ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
 [ $fail -eq 0 ] && echo "cli.$case_name: all checks passed"

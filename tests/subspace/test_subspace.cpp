@@ -17,6 +17,14 @@ using namespace zipccl::subspace;
 
 namespace {
 
+#if defined(OPENBLAS_VERSION)
+// The matrices here are small: OpenBLAS's threads would only cost time.
+const bool one_blas_thread = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+#endif
+
 template <class T>
 matrix<T> gaussian(std::size_t r, std::size_t c, std::uint64_t seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);

@@ -144,6 +144,7 @@ class stiefel_optimizer {
   stiefel_optimizer(std::size_t d, std::size_t r, stiefel_options o = {}) : opt_(o), m_(d, r) {}
 
   const stiefel_options& options() const { return opt_; }
+  void set_lr(double lr) { opt_.lr = lr; }  // for a schedule
   const matrix<T>& momentum() const { return m_; }
 
   status step(matrix<T>* a, const matrix<T>& euclidean_grad) {
