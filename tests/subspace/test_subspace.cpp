@@ -213,3 +213,82 @@ TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
   CHECK(polar(&wide) == status::invalid_argument);
   CHECK(qr_retract(&wide) == status::invalid_argument);
 }
+
+#include <zipccl/subspace/rvq.hpp>
+
+namespace {
+// Codes from a mixture of 12 clusters in `dim` dimensions, micro-batch `step`.
+matrix<float> clustered(std::size_t n, std::size_t dim, std::uint64_t step) {
+  static const matrix<float> centres = gaussian<float>(12, dim, 77, 1.0);
+  std::mt19937_64 rng(1000 + step);
+  std::normal_distribution<float> noise(0.0f, 0.05f);
+  matrix<float> z(n, dim);
+  for (std::size_t t = 0; t < n; ++t) {
+    const std::size_t c = rng() % 12;
+    for (std::size_t j = 0; j < dim; ++j) z(t, j) = centres(c, j) + noise(rng);
+  }
+  return z;
+}
+}  // namespace
+
+TEST_CASE("residual VQ: the receiver's codebooks stay bit-identical through thousands of syncs",
+          "[subspace][rvq][host]") {
+  const rvq_shape shape{8, 2, 2, 16};  // z of 8 numbers, 2 groups of 4, 2 rounds, 16 codewords
+  rvq_options o;
+  o.slice = 4;
+  o.seed = 3;
+  rvq_learner<float> sender(shape, o);
+  rvq_book<float> receiver(shape, o.seed);  // the same seeded start
+  REQUIRE(receiver.values() == sender.mirror().values());
+  std::uint64_t synced_bytes = 0;
+  double first_err = -1, last_err = -1;
+  for (int step = 0; step < 3000; ++step) {
+    const matrix<float> z = clustered(64, 8, static_cast<std::uint64_t>(step));
+    std::vector<std::uint16_t> idx;
+    REQUIRE(sender.encode(z, &idx) == status::success);
+    matrix<float> at_receiver, at_sender;
+    REQUIRE(receiver.decode(idx.data(), z.rows, &at_receiver) == status::success);
+    REQUIRE(sender.mirror().decode(idx.data(), z.rows, &at_sender) == status::success);
+    REQUIRE(std::memcmp(at_receiver.data(), at_sender.data(), at_sender.v.size() * sizeof(float)) == 0);
+    double err = 0, all = 0;
+    for (std::size_t i = 0; i < z.v.size(); ++i) {
+      err += (z.v[i] - at_receiver.v[i]) * (z.v[i] - at_receiver.v[i]);
+      all += z.v[i] * z.v[i];
+    }
+    if (step == 0) first_err = err / all;
+    last_err = err / all;
+    REQUIRE(sender.learn(z) == status::success);
+    const rvq_sync<float> s = sender.next_sync();
+    CHECK(s.which.size() <= o.slice);
+    synced_bytes += s.bytes();
+    REQUIRE(apply_sync(s, &receiver) == status::success);
+    REQUIRE(std::memcmp(receiver.values().data(), sender.mirror().values().data(),
+                        receiver.values().size() * sizeof(float)) == 0);
+  }
+  INFO("relative error first " << first_err << ", last " << last_err << "; " << synced_bytes << " bytes synced");
+  CHECK(last_err < 0.05);
+  CHECK(last_err < first_err / 10);
+  // no full codebook travelled: every sync is a slice
+  CHECK(o.slice * shape.sub() < shape.words() * shape.sub());
+}
+
+TEST_CASE("residual VQ rejects bad syncs, indices and shapes", "[subspace][rvq][host]") {
+  const rvq_shape shape{8, 2, 2, 16};
+  rvq_book<float> book(shape, 1);
+  const auto before = book.values();
+  rvq_sync<float> bad;
+  bad.which = {5, 64};  // 64 >= 2 * 2 * 16 words
+  bad.values.assign(2 * shape.sub(), 1.0f);
+  CHECK(apply_sync(bad, &book) == status::invalid_argument);
+  CHECK(book.values() == before);  // unchanged, also the valid first entry
+  bad.which = {5};
+  CHECK(apply_sync(bad, &book) == status::invalid_argument);  // values of two words for one
+  std::vector<std::uint16_t> idx(1 * 2 * 2, 0);
+  idx[3] = 16;
+  matrix<float> z;
+  CHECK(book.decode(idx.data(), 1, &z) == status::invalid_argument);
+  CHECK(book.encode(gaussian<float>(3, 7, 1), &idx) == status::invalid_argument);  // 7 numbers, not 8
+  CHECK_FALSE((rvq_shape{10, 3, 1, 16}.valid()));  // 10 does not split into 3 groups
+  rvq_learner<float> learner(rvq_shape{10, 3, 1, 16}, {});
+  CHECK(learner.learn(gaussian<float>(4, 10, 2)) == status::invalid_argument);
+}
