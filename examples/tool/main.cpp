@@ -7,8 +7,8 @@
 //   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
 //                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R]
 //                     [--overlap O] [--json]
-//   zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--steps N] [--dtype ...] [--seed S]
-//                     [--json] IN          (built when a BLAS is found)
+//   zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--vq G,R,K] [--steps N] [--dtype ...]
+//                     [--seed S] [--json] IN          (built when a BLAS is found)
 //
 // IN is a raw little-endian file of elements or a .npy file (its dtype then comes from the header;
 // numpy's '<f2' is fp16, '<f4' fp32, and bf16 is written by ml_dtypes as 'bfloat16' or as '<V2').
@@ -35,6 +35,7 @@
 
 #include <zipccl/subspace/fit.hpp>
 #include <zipccl/subspace/pca.hpp>
+#include <zipccl/subspace/rvq.hpp>
 #endif
 
 #include "npy.hpp"
@@ -53,8 +54,8 @@ constexpr const char* usage_text =
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
     "                   [--ratio R] [--overlap O] [--json]\n"
-    "       zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--steps N] [--dtype bf16|fp16|fp32]\n"
-    "                   [--seed S] [--json] IN\n";
+    "       zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--vq G,R,K] [--steps N]\n"
+    "                   [--dtype bf16|fp16|fp32] [--seed S] [--json] IN\n";
 
 struct args {
   std::string command;
@@ -80,7 +81,8 @@ args parse(int argc, char** argv) {
                                                    {"--ratio", true},        {"--overlap", true},
                                                    {"--dim", true},          {"--rank", true},
                                                    {"--tokens", true},       {"--vocab", true},
-                                                   {"--steps", true},        {"--seed", true}};
+                                                   {"--steps", true},        {"--seed", true},
+                                                   {"--vq", true}};
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) == 0) {
@@ -441,6 +443,18 @@ int cmd_subspace_fit(const args& a) {
   if (d == 0 || r == 0 || r > d || d > 65536) throw usage_error("need 0 < --rank <= --dim <= 65536");
   if (a.get("--tokens").has_value() != a.get("--vocab").has_value())
     throw usage_error("--tokens and --vocab go together");
+  ss::rvq_shape vq_shape;
+  if (auto v = a.get("--vq")) {
+    if (!a.get("--tokens")) throw usage_error("--vq quantises the learned + anchor codes: it needs --tokens and --vocab");
+    std::uint64_t g = 0, rr = 0, k = 0;
+    char tail = 0;
+    if (std::sscanf(v->c_str(), "%llu,%llu,%llu%c", reinterpret_cast<unsigned long long*>(&g),
+                    reinterpret_cast<unsigned long long*>(&rr), reinterpret_cast<unsigned long long*>(&k), &tail) != 3)
+      throw usage_error("--vq takes G,R,K (groups, rounds, codewords), got '" + *v + "'");
+    vq_shape = {r, g, rr, k};
+    if (!vq_shape.valid() || rr > 16 || g > r)
+      throw usage_error("--vq " + *v + ": groups must divide --rank, rounds 1..16, codewords 2..65536");
+  }
   const tensor t = load_tensor(a.files[0], a.get("--dtype").value_or("fp32"));
   if (t.count == 0 || t.count % d != 0)
     throw std::runtime_error(a.files[0] + ": " + std::to_string(t.count) + " elements are not rows of " +
@@ -485,7 +499,8 @@ int cmd_subspace_fit(const args& a) {
   auto check = [](zipccl::status s) {
     if (s != zipccl::status::success) throw std::runtime_error(std::string("subspace-fit: ") + zipccl::to_string(s));
   };
-  double pca = 0, fixed = 0, learned = 0, anchored = -1;
+  double pca = 0, fixed = 0, learned = 0, anchored = -1, quantised = -1;
+  std::uint64_t vq_bytes = 0;
   ss::matrix<float> ap, af = ss::random_orthonormal<float>(d, r, seed), al = af;
   check(ss::pca_basis(x, r, &ap));
   check(ss::retained_energy(x, nullptr, ap, nullptr, &pca));
@@ -497,6 +512,25 @@ int cmd_subspace_fit(const args& a) {
     ss::anchor_table<float> anc(vocab, d, r, seed + 1);
     check(ss::fit_projector(x, tok.data(), &aa, &anc, o));
     check(ss::retained_energy(x, tok.data(), aa, &anc, &anchored));
+    if (vq_shape.valid()) {  // quantise the learned + anchor codes, then measure through the mirror
+      ss::matrix<float> z, zq, xq;
+      check(ss::encode(x, tok.data(), aa, &anc, &z));
+      ss::rvq_options vo;
+      vo.seed = seed + 2;
+      vo.slice = std::max<std::size_t>(1, vq_shape.words() / 64);
+      ss::rvq_learner<float> vq(vq_shape, vo);
+      check(ss::fit_rvq(z, &vq, o.steps, o.batch, seed + 3, &vq_bytes));
+      std::vector<std::uint16_t> idx;
+      check(vq.encode(z, &idx));
+      check(vq.mirror().decode(idx.data(), n, &zq));
+      check(ss::decode(zq, tok.data(), aa, &anc, &xq));
+      double err = 0, all = 0;
+      for (std::size_t i = 0; i < x.v.size(); ++i) {
+        err += (static_cast<double>(x.v[i]) - xq.v[i]) * (static_cast<double>(x.v[i]) - xq.v[i]);
+        all += static_cast<double>(x.v[i]) * x.v[i];
+      }
+      quantised = all > 0 ? 1 - err / all : 1;
+    }
   }
   const double secs = seconds_since(t0);
   if (a.flag("--json")) {
@@ -505,7 +539,9 @@ int cmd_subspace_fit(const args& a) {
                 static_cast<unsigned long long>(n), static_cast<unsigned long long>(d),
                 static_cast<unsigned long long>(r), o.steps, fixed, learned);
     if (anchored >= 0) std::printf("\"learned_anchor\":%.6f,", anchored);
-    std::printf("\"pca\":%.6f},\"learned_of_pca\":%.6f,\"seconds\":%.3f}\n", pca, pca > 0 ? learned / pca : 0.0, secs);
+    if (quantised >= 0) std::printf("\"learned_anchor_vq\":%.6f,", quantised);
+    std::printf("\"pca\":%.6f},\"learned_of_pca\":%.6f,\"vq_sync_bytes\":%llu,\"seconds\":%.3f}\n", pca,
+                pca > 0 ? learned / pca : 0.0, static_cast<unsigned long long>(vq_bytes), secs);
   } else {
     std::printf("%llu rows of %llu, rank %llu (%.1fx), %d steps, %.2f s\n", static_cast<unsigned long long>(n),
                 static_cast<unsigned long long>(d), static_cast<unsigned long long>(r),
@@ -514,6 +550,9 @@ int cmd_subspace_fit(const args& a) {
     std::printf("  fixed random projection  %.4f\n", fixed);
     std::printf("  learned projector        %.4f  (%.2f%% of PCA)\n", learned, pca > 0 ? 100 * learned / pca : 0.0);
     if (anchored >= 0) std::printf("  learned + anchor         %.4f\n", anchored);
+    if (quantised >= 0)
+      std::printf("  learned + anchor + VQ    %.4f  (%zu x %zu x %zu codewords, %llu bytes of syncs)\n", quantised,
+                  vq_shape.groups, vq_shape.rounds, vq_shape.codewords, static_cast<unsigned long long>(vq_bytes));
     std::printf("  PCA optimum (no anchor)  %.4f\n", pca);
   }
   return 0;

@@ -136,6 +136,7 @@ open('tok_short.i32', 'wb').write(struct.pack('<%di' % (n - 1), *toks[:-1]))
 PY
   "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok.i32 --vocab 10 --steps 1500 --json act.fp32 >fit.json || fail=1
   "$zipccl" subspace-fit --dim 32 --rank 6 --steps 300 act.fp32 | grep -q 'learned projector' || fail=1
+  "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok.i32 --vocab 10 --vq 2,2,16 --steps 800 --json act.fp32 >vq.json || fail=1
   "$py" - <<'PY' || fail=1
 import json
 j = json.load(open('fit.json'))
@@ -145,6 +146,10 @@ assert e['learned'] >= 0.98 * e['pca'], e              # the learned projector r
 assert e['fixed'] < e['learned'], e                     # and beats a fixed random projection
 assert e['learned_anchor'] >= e['learned'] - 1e-3, e    # the anchor takes the per-token offsets
 assert 0 < e['pca'] <= 1, e
+v = json.load(open('vq.json'))
+q = v['energy']
+assert 0.5 < q['learned_anchor_vq'] <= q['learned_anchor'] + 1e-3, q   # VQ costs some energy, not most
+assert v['vq_sync_bytes'] > 0, v
 PY
   one_line_error "$zipccl" subspace-fit --dim 29 --rank 6 act.fp32                    # not rows of 29
   one_line_error "$zipccl" subspace-fit --dim 32 --rank 40 act.fp32                   # rank > dim
@@ -152,6 +157,9 @@ PY
   one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok_bad.i32 --vocab 10 act.fp32
   grep -q 'outside' err.txt || { echo "FAILED: token out of range not named"; fail=1; }
   one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok_short.i32 --vocab 10 act.fp32
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok.i32 --vocab 10 --vq 4,2,16 act.fp32  # 4 does not divide 6
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --tokens tok.i32 --vocab 10 --vq 2,2 act.fp32
+  one_line_error "$zipccl" subspace-fit --dim 32 --rank 6 --vq 2,2,16 act.fp32                             # no tokens
   ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac

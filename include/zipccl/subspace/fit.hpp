@@ -17,6 +17,7 @@
 #include "../error.hpp"
 #include "anchor.hpp"
 #include "projector.hpp"
+#include "rvq.hpp"
 #include "stiefel.hpp"
 
 namespace zipccl::subspace {
@@ -101,6 +102,30 @@ status fit_projector(const matrix<T>& x, const std::int32_t* tok, matrix<T>* a, 
       }
     }
   }
+  return status::success;
+}
+
+// Trains residual VQ on the codes z (rows), online: each step learns from a minibatch and ships
+// one sync to the mirror, as a sender does once per micro-batch. *synced_bytes (optional) gets
+// what the syncs carried.
+template <class T>
+status fit_rvq(const matrix<T>& z, rvq_learner<T>* vq, int steps, std::size_t batch, std::uint64_t seed,
+               std::uint64_t* synced_bytes = nullptr) {
+  if (vq == nullptr || z.rows == 0 || batch == 0 || steps < 0 || z.cols != vq->master().shape().dim)
+    return status::invalid_argument;
+  const std::size_t b = batch < z.rows ? batch : z.rows;
+  std::uint64_t rng = seed, bytes = 0;
+  matrix<T> zb(b, z.cols);
+  for (int step = 0; step < steps; ++step) {
+    for (std::size_t i = 0; i < b; ++i) {
+      const std::size_t row = static_cast<std::size_t>(detail::splitmix64(&rng) % z.rows);
+      for (std::size_t j = 0; j < z.cols; ++j) zb(i, j) = z(row, j);
+    }
+    const status s = vq->learn(zb);
+    if (s != status::success) return s;
+    bytes += vq->next_sync().bytes();
+  }
+  if (synced_bytes != nullptr) *synced_bytes = bytes;
   return status::success;
 }
 
