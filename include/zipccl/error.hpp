@@ -24,6 +24,7 @@ enum class status : int {
   peer_failed = 10,          // another rank of the communicator failed or aborted
   size_mismatch = 11,        // a message's size differs between sender and receiver
   timed_out = 12,            // a transport operation did not complete in time
+  config_mismatch = 13,      // the peer was set up differently (a subspace codec's seed, dims)
 };
 
 ZIPCCL_HOST_DEVICE const char* to_string(status s) {
@@ -41,6 +42,7 @@ ZIPCCL_HOST_DEVICE const char* to_string(status s) {
     case status::peer_failed: return "a peer rank failed";
     case status::size_mismatch: return "message size mismatch between ranks";
     case status::timed_out: return "transport operation timed out";
+    case status::config_mismatch: return "the peer's configuration differs (seed or dimensions)";
   }
   return "unknown status";
 }
