@@ -14,6 +14,8 @@
 #include <zipccl/subspace/rvq.hpp>
 #include <zipccl/subspace/stiefel.hpp>
 
+#include "support/subspace_data.hpp"
+
 using namespace zipccl::subspace;
 
 namespace {
@@ -21,11 +23,7 @@ namespace {
 constexpr std::size_t d = 1024, tokens = 2048, vocab = 256;
 
 matrix<float> gaussian(std::size_t r, std::size_t c, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  matrix<float> m(r, c);
-  for (float& v : m.v) v = nd(rng);
-  return m;
+  return zipccl::testing::gaussian_matrix<float>(r, c, seed);
 }
 
 struct setup {

@@ -12,6 +12,8 @@
 #include <zipccl/subspace/link.hpp>
 #include <zipccl/transport/local.hpp>
 
+#include "../support/subspace_data.hpp"
+
 using namespace zipccl;
 using namespace zipccl::subspace;
 using transport::local_transport;
@@ -21,18 +23,9 @@ namespace {
 constexpr auto timeout = std::chrono::seconds(20);
 
 matrix<float> activations(std::size_t n, std::size_t d, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  matrix<float> x(n, d);
-  for (float& v : x.v) v = nd(rng);
-  return x;
+  return testing::gaussian_matrix<float>(n, d, seed);
 }
-std::vector<std::int32_t> ids(std::size_t n, int vocab, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& v : t) v = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
-  return t;
-}
+std::vector<std::int32_t> ids(std::size_t n, int vocab, std::uint64_t seed) { return testing::token_ids(n, vocab, seed); }
 }  // namespace
 
 TEST_CASE("the subspace link carries activations forward and gradients back", "[subspace][host]") {

@@ -12,6 +12,8 @@
 #include <zipccl/subspace/projector.hpp>
 #include <zipccl/subspace/stiefel.hpp>
 
+#include "../support/subspace_data.hpp"
+
 using namespace zipccl;
 using namespace zipccl::subspace;
 
@@ -27,18 +29,10 @@ const bool one_blas_thread = [] {
 
 template <class T>
 matrix<T> gaussian(std::size_t r, std::size_t c, std::uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> nd(0.0, scale);
-  matrix<T> m(r, c);
-  for (T& e : m.v) e = static_cast<T>(nd(rng));
-  return m;
+  return testing::gaussian_matrix<T>(r, c, seed, scale);
 }
-
 std::vector<std::int32_t> tokens(std::size_t n, int vocab, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& v : t) v = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
-  return t;
+  return testing::token_ids(n, vocab, seed);
 }
 
 }  // namespace

@@ -146,6 +146,17 @@ inline status unpack_codes(const std::uint8_t* p, std::uint64_t bytes, bool loss
   return status::success;
 }
 
+inline link_header make_header(const link_config& cfg, std::uint64_t n, std::uint16_t flags) {
+  link_header h;
+  h.flags = flags;
+  h.n = n;
+  h.dim = static_cast<std::uint32_t>(cfg.dim);
+  h.rank = static_cast<std::uint32_t>(cfg.rank);
+  h.vocab = static_cast<std::uint32_t>(cfg.vocab);
+  h.fingerprint = cfg.fingerprint();
+  return h;
+}
+
 template <class Transport>
 status fail(Transport& t, status s) {
   t.abort(s);
@@ -228,12 +239,7 @@ class sender {
     matrix<float> z;
     status s = encode(x, cfg_.vocab ? tok : nullptr, a_, cfg_.vocab ? &anchor_ : nullptr, &z);
     if (s != status::success) return detail::fail(t, s);
-    detail::link_header h;
-    h.n = x.rows;
-    h.dim = static_cast<std::uint32_t>(cfg_.dim);
-    h.rank = static_cast<std::uint32_t>(cfg_.rank);
-    h.vocab = static_cast<std::uint32_t>(cfg_.vocab);
-    h.fingerprint = cfg_.fingerprint();
+    detail::link_header h = detail::make_header(cfg_, x.rows, 0);
     std::vector<std::uint8_t> body;
     if (projector_dirty_) {
       h.flags |= detail::has_projector;
@@ -369,13 +375,8 @@ class receiver {
   template <class Transport>
   status send_grad(const matrix<float>& dz, int peer, Transport& t) {
     if (dz.cols != cfg_.rank || peer < 0 || peer >= t.size()) return detail::fail(t, status::invalid_argument);
-    detail::link_header h;
-    h.flags = detail::gradient | (cfg_.lossless ? detail::lossless_z : 0);
-    h.n = dz.rows;
-    h.dim = static_cast<std::uint32_t>(cfg_.dim);
-    h.rank = static_cast<std::uint32_t>(cfg_.rank);
-    h.vocab = static_cast<std::uint32_t>(cfg_.vocab);
-    h.fingerprint = cfg_.fingerprint();
+    detail::link_header h = detail::make_header(
+        cfg_, dz.rows, static_cast<std::uint16_t>(detail::gradient | (cfg_.lossless ? detail::lossless_z : 0)));
     std::vector<std::uint8_t> body;
     const status s = detail::pack_codes(dz, cfg_.lossless, &body, &h.z_bytes);
     if (s != status::success) return detail::fail(t, s);
