@@ -128,6 +128,12 @@ TEST_CASE("the subspace link reports a differently set up peer, bad ids and dama
   link_config other_seed = base;
   other_seed.seed = 8;
   CHECK(run(base, other_seed, good, false)[1] == status::config_mismatch);
+  link_config with_vq = base, other_vq = base;
+  with_vq.vq_groups = other_vq.vq_groups = 2;
+  other_vq.vq_codewords = 128;
+  CHECK(run(with_vq, with_vq, good, false)[1] == status::success);
+  CHECK(run(with_vq, other_vq, good, false)[1] == status::config_mismatch);
+  CHECK(run(with_vq, with_vq, good, true)[1] == status::checksum_mismatch);  // a damaged slice or indices
   link_config other_rank = base;
   other_rank.rank = 5;
   CHECK(run(base, other_rank, good, false)[1] == status::size_mismatch);
@@ -140,4 +146,47 @@ TEST_CASE("the subspace link reports a differently set up peer, bad ids and dama
   raw.lossless = false;
   CHECK(run(raw, raw, good, true)[1] == status::checksum_mismatch);   // a damaged bf16 payload
   CHECK(run(base, base, good, true)[1] == status::checksum_mismatch);  // a damaged lossless stream
+}
+
+TEST_CASE("the subspace link with residual VQ keeps both codebooks identical", "[subspace][rvq][host]") {
+  link_config cfg{64, 8, 30, 99, true};
+  cfg.vq_groups = 2;
+  cfg.vq_rounds = 2;
+  cfg.vq_codewords = 32;
+  cfg.vq_slice = 6;
+  local_world world(2, {}, timeout);
+  std::vector<status> st(2, status::success);
+  const int steps = 400;
+  std::vector<matrix<float>> sent(steps), got(steps);
+  std::vector<std::vector<float>> mirror_after(steps), book_after(steps);
+  world.run([&](local_transport& t) {
+    if (t.rank() == 0) {
+      sender s(cfg);
+      for (int i = 0; i < steps && st[0] == status::success; ++i) {
+        const matrix<float> x = activations(48, 64, 100 + static_cast<std::uint64_t>(i % 7));  // recurring data
+        const auto tok = ids(48, 30, 200 + static_cast<std::uint64_t>(i));
+        st[0] = s.send(x, tok.data(), 1, t, &sent[static_cast<std::size_t>(i)]);
+        mirror_after[static_cast<std::size_t>(i)] = s.quantiser().mirror().values();
+      }
+    } else {
+      receiver q(cfg);
+      for (int i = 0; i < steps && st[1] == status::success; ++i) {
+        matrix<float> x_hat;
+        st[1] = q.recv(&x_hat, nullptr, 0, t, &got[static_cast<std::size_t>(i)]);
+        book_after[static_cast<std::size_t>(i)] = q.codebooks().values();
+      }
+    }
+  });
+  REQUIRE(st[0] == status::success);
+  REQUIRE(st[1] == status::success);
+  for (int i = 0; i < steps; ++i) {
+    REQUIRE(got[static_cast<std::size_t>(i)].v == sent[static_cast<std::size_t>(i)].v);  // the same dequantised z
+    REQUIRE(book_after[static_cast<std::size_t>(i)] == mirror_after[static_cast<std::size_t>(i)]);
+  }
+  // what one token's z costs on the wire: 2 x 2 one-byte indices instead of 8 bf16 numbers
+  CHECK(cfg.vq_groups * cfg.vq_rounds * 1 < cfg.rank * 2);
+  // a receiver set up with other VQ codebooks is caught
+  link_config other = cfg;
+  other.vq_codewords = 64;
+  CHECK(other.fingerprint() != cfg.fingerprint());
 }

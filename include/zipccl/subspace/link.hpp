@@ -5,8 +5,9 @@
 //   receiver (stage i + 1): subspace::receiver<> q(cfg);  q.recv(&x_hat, &tok, peer, t);  q.send_grad(dz, peer, t);
 //
 // Forward, per micro-batch of n tokens: z = (x - anchor[tok]) A travels as bf16 (n x r), through
-// the lossless exponent codec when `lossless` is set (stacked lossy + lossless), with the token ids
-// when there is an anchor. Backward: dL/dz (n x r) travels the other way the same way. The
+// the lossless exponent codec when `lossless` is set (stacked lossy + lossless), or, with residual
+// VQ, as indices into codebooks the receiver keeps in sync from the slice each message carries
+// (rvq.hpp); with the token ids when there is an anchor. Backward: dL/dz (n x r) travels the other way the same way. The
 // sender's projector A and the anchor rows it changed travel with the next forward message after
 // set_projector() / set_anchor_rows() (d x r and r numbers per row, counted in the traffic), so
 // the receiver's copies follow the sender's optimizer. P (the anchor basis) is never sent: both
@@ -36,6 +37,7 @@
 #include "../transport/transport.hpp"
 #include "anchor.hpp"
 #include "projector.hpp"
+#include "rvq.hpp"
 #include "stiefel.hpp"
 
 namespace zipccl::subspace {
@@ -44,19 +46,29 @@ struct link_config {
   std::size_t dim = 0, rank = 0, vocab = 0;  // vocab 0: no anchor, no token ids
   std::uint64_t seed = 0;
   bool lossless = true;  // z through the lossless exponent codec (bf16, analytic codebook)
+  // Residual VQ of z (vq_groups 0: off): z travels as groups x rounds indices per token (one byte
+  // each with up to 256 codewords, else two), and each message carries a codebook slice.
+  std::size_t vq_groups = 0, vq_rounds = 1, vq_codewords = 256, vq_slice = 16;
+  bool vq() const { return vq_groups != 0; }
+  rvq_shape vq_shape() const { return rvq_shape{rank, vq_groups, vq_rounds, vq_codewords}; }
   std::uint64_t fingerprint() const {
     std::uint64_t s = format::hash_term(0, seed) + format::hash_term(1, dim) + format::hash_term(2, rank) +
-                      format::hash_term(3, vocab);
-    return format::hash_finish(s, 4);
+                      format::hash_term(3, vocab) + format::hash_term(4, vq_groups) + format::hash_term(5, vq_rounds) +
+                      format::hash_term(6, vq_codewords);
+    return format::hash_finish(s, 7);
   }
-  bool valid() const { return dim > 0 && rank > 0 && rank <= dim && vocab <= (1u << 24); }
+  bool valid() const {
+    return dim > 0 && rank > 0 && rank <= dim && vocab <= (1u << 24) && (!vq() || vq_shape().valid());
+  }
 };
 
 namespace detail {
 
 inline constexpr std::uint32_t link_magic = 0x3142535Au;  // "ZSB1"
 inline constexpr std::uint64_t header_bytes = 72;
-enum link_flags : std::uint16_t { has_tokens = 1, has_projector = 2, has_anchor_rows = 4, lossless_z = 8, gradient = 16 };
+enum link_flags : std::uint16_t {
+  has_tokens = 1, has_projector = 2, has_anchor_rows = 4, lossless_z = 8, gradient = 16, vq_codes = 32
+};
 using z_codec = codec<bf16, codebook::analytic_gaussian>;
 
 struct link_header {
@@ -157,6 +169,38 @@ inline link_header make_header(const link_config& cfg, std::uint64_t n, std::uin
   return h;
 }
 
+// VQ indices: one byte each with up to 256 codewords, else two (little-endian).
+inline void pack_indices(const std::vector<std::uint16_t>& idx, std::size_t codewords, std::vector<std::uint8_t>* out) {
+  const std::size_t w = codewords <= 256 ? 1 : 2, at = out->size();
+  out->resize(at + idx.size() * w);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    if (w == 1) (*out)[at + i] = static_cast<std::uint8_t>(idx[i]);
+    else format::store_le<std::uint16_t>(out->data() + at + 2 * i, idx[i]);
+  }
+}
+// A sync: count (u32), then each codeword's number (u32) and values (floats).
+inline void pack_sync(const rvq_sync<float>& s, std::vector<std::uint8_t>* out) {
+  std::size_t at = out->size();
+  out->resize(at + 4 + s.which.size() * 4 + s.values.size() * 4);
+  format::store_le<std::uint32_t>(out->data() + at, static_cast<std::uint32_t>(s.which.size()));
+  at += 4;
+  for (std::uint32_t w : s.which) {
+    format::store_le<std::uint32_t>(out->data() + at, w);
+    at += 4;
+  }
+  std::memcpy(out->data() + at, s.values.data(), s.values.size() * 4);
+}
+inline status unpack_sync(const std::uint8_t* p, std::uint64_t bytes, std::size_t sub, rvq_sync<float>* s) {
+  if (bytes < 4) return status::corrupt;
+  const std::uint64_t count = format::load_le<std::uint32_t>(p);
+  if (bytes != 4 + count * (4 + 4ull * sub)) return status::corrupt;
+  s->which.resize(count);
+  for (std::uint64_t i = 0; i < count; ++i) s->which[i] = format::load_le<std::uint32_t>(p + 4 + 4 * i);
+  s->values.resize(count * sub);
+  std::memcpy(s->values.data(), p + 4 + 4 * count, s->values.size() * 4);
+  return status::success;
+}
+
 template <class Transport>
 status fail(Transport& t, status s) {
   t.abort(s);
@@ -189,7 +233,8 @@ status recv_message(Transport& t, int peer, const link_config& cfg, bool want_gr
   // the body can be no larger than its parts allow
   const std::uint64_t most = static_cast<std::uint64_t>(cfg.dim) * cfg.rank * 4 +
                              static_cast<std::uint64_t>(h->anchor_rows) * (4 + 4ull * cfg.rank) + h->n * 4 +
-                             host::max_compressed_size<z_codec>(h->n * cfg.rank) + h->n * cfg.rank * 2;
+                             host::max_compressed_size<z_codec>(h->n * cfg.rank) + h->n * cfg.rank * 2 +
+                             (cfg.vq() ? 4 + cfg.vq_slice * (4 + 4ull * cfg.rank) : 0);
   if (s == status::success && (h->n > (1ull << 32) || h->anchor_rows > cfg.vocab || h->body_bytes > most ||
                                h->z_bytes > h->body_bytes))
     s = status::corrupt;
@@ -208,7 +253,8 @@ class sender {
  public:
   explicit sender(const link_config& cfg)
       : cfg_(cfg), a_(random_orthonormal<float>(cfg.dim, cfg.rank, cfg.seed)),
-        anchor_(cfg.vocab ? cfg.vocab : 1, cfg.dim, cfg.rank, cfg.seed) {}
+        anchor_(cfg.vocab ? cfg.vocab : 1, cfg.dim, cfg.rank, cfg.seed),
+        vq_(cfg.vq() ? cfg.vq_shape() : rvq_shape{1, 1, 1, 2}, vq_options(cfg)) {}
 
   const link_config& config() const { return cfg_; }
   const matrix<float>& projector() const { return a_; }
@@ -263,12 +309,29 @@ class sender {
       h.flags |= detail::has_tokens;
       for (std::size_t i = 0; i < x.rows; ++i) append_u32(static_cast<std::uint32_t>(tok[i]), &body);
     }
+    if (cfg_.vq()) {
+      // indices against the mirror (the receiver's codebooks), then learn and ship a slice
+      h.flags |= detail::vq_codes;
+      std::vector<std::uint16_t> idx;
+      s = vq_.encode(z, &idx);
+      if (s == status::success && z_out != nullptr) s = vq_.mirror().decode(idx.data(), z.rows, z_out);
+      if (s == status::success) s = vq_.learn(z);
+      if (s != status::success) return detail::fail(t, s);
+      const std::size_t at = body.size();
+      detail::pack_indices(idx, cfg_.vq_codewords, &body);
+      h.z_bytes = body.size() - at;
+      detail::pack_sync(vq_.next_sync(), &body);
+      return detail::send_message(t, peer, h, body);
+    }
     if (cfg_.lossless) h.flags |= detail::lossless_z;
     s = detail::pack_codes(z, cfg_.lossless, &body, &h.z_bytes);
     if (s != status::success) return detail::fail(t, s);
     if (z_out != nullptr) *z_out = std::move(z);
     return detail::send_message(t, peer, h, body);
   }
+
+  // The sender's codebooks (with VQ): mirror() is what the receiver holds.
+  const rvq_learner<float>& quantiser() const { return vq_; }
 
   // Receives dL/dz (n x r) for the last micro-batch from the next stage.
   template <class Transport>
@@ -297,9 +360,17 @@ class sender {
     }
   }
 
+  static rvq_options vq_options(const link_config& c) {
+    rvq_options o;
+    o.slice = c.vq_slice;
+    o.seed = c.seed ^ 0x7651ull;
+    return o;
+  }
+
   link_config cfg_;
   matrix<float> a_;
   anchor_table<float> anchor_;
+  rvq_learner<float> vq_;
   bool projector_dirty_ = true;  // the first message carries A
   std::vector<std::int32_t> dirty_rows_;
 };
@@ -309,7 +380,10 @@ class receiver {
  public:
   explicit receiver(const link_config& cfg)
       : cfg_(cfg), a_(random_orthonormal<float>(cfg.dim, cfg.rank, cfg.seed)),
-        anchor_(cfg.vocab ? cfg.vocab : 1, cfg.dim, cfg.rank, cfg.seed) {}
+        anchor_(cfg.vocab ? cfg.vocab : 1, cfg.dim, cfg.rank, cfg.seed),
+        book_(cfg.vq() ? cfg.vq_shape() : rvq_shape{1, 1, 1, 2}, cfg.seed ^ 0x7651ull) {}
+
+  const rvq_book<float>& codebooks() const { return book_; }
 
   const matrix<float>& projector() const { return a_; }
   const anchor_table<float>* anchor() const { return cfg_.vocab ? &anchor_ : nullptr; }
@@ -361,9 +435,28 @@ class receiver {
         if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= cfg_.vocab) return detail::fail(t, status::corrupt);
       }
     }
-    if (static_cast<std::uint64_t>(end - p) != h.z_bytes) return detail::fail(t, status::corrupt);
     matrix<float> z;
-    s = detail::unpack_codes(p, h.z_bytes, (h.flags & detail::lossless_z) != 0, h.n, cfg_.rank, &z);
+    if (cfg_.vq()) {
+      // decode with the codebooks as they were when the sender encoded, then apply its slice
+      const std::size_t w = cfg_.vq_codewords <= 256 ? 1 : 2, per = cfg_.vq_groups * cfg_.vq_rounds;
+      if (!(h.flags & detail::vq_codes) || h.z_bytes != h.n * per * w || static_cast<std::uint64_t>(end - p) < h.z_bytes)
+        return detail::fail(t, status::corrupt);
+      std::vector<std::uint16_t> idx(h.n * per);
+      for (std::size_t i = 0; i < idx.size(); ++i)
+        idx[i] = w == 1 ? p[i] : format::load_le<std::uint16_t>(p + 2 * i);
+      rvq_sync<float> sync;
+      s = book_.decode(idx.data(), h.n, &z);
+      if (s == status::success)
+        s = detail::unpack_sync(p + h.z_bytes, static_cast<std::uint64_t>(end - p) - h.z_bytes, cfg_.vq_shape().sub(),
+                                &sync);
+      if (s == status::success && sync.which.size() > cfg_.vq_slice) s = status::corrupt;
+      if (s == status::success) s = apply_sync(sync, &book_);
+      if (s != status::success) return detail::fail(t, s == status::invalid_argument ? status::corrupt : s);
+    } else {
+      if (static_cast<std::uint64_t>(end - p) != h.z_bytes || (h.flags & detail::vq_codes))
+        return detail::fail(t, status::corrupt);
+      s = detail::unpack_codes(p, h.z_bytes, (h.flags & detail::lossless_z) != 0, h.n, cfg_.rank, &z);
+    }
     if (s == status::success) s = decode(z, cfg_.vocab ? ids.data() : nullptr, a_, cfg_.vocab ? &anchor_ : nullptr, x_hat);
     if (s != status::success) return detail::fail(t, s);
     if (tok != nullptr) *tok = std::move(ids);
@@ -387,6 +480,7 @@ class receiver {
   link_config cfg_;
   matrix<float> a_;
   anchor_table<float> anchor_;
+  rvq_book<float> book_;
 };
 
 }  // namespace zipccl::subspace
