@@ -38,7 +38,7 @@ namespace {
 
 constexpr std::size_t ctx = 8, emb = 16, d = 128, vocab = 256;
 std::size_t batch = 512;  // tokens per micro-batch
-double stiefel_lr = 3e-3;
+double stiefel_lr = 1e-2;  // the Stiefel step size of A (docs/BENCHMARKS.md has a sweep)
 
 using mat = matrix<float>;
 void gemm(bool ta, bool tb, const mat& a, const mat& b, mat* c, float beta = 0) {  // c = op(a) op(b) + beta c
