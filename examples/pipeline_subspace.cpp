@@ -1,16 +1,18 @@
 // A two-stage model trained end to end on the CPU, with its stage boundary compressed by the
 // subspace codec: next-byte prediction on the licence texts Debian ships in /usr/share/common-licenses.
 //
-//   stage 1: 8 context bytes -> embeddings (8 x 16) -> h1 = relu(W1 e + b1) -> h = h1 + relu(W2 h1 + b2)
-//   boundary: h (d = 128 per token) travels forward, dL/dh back
-//   stage 2: g = relu(W3 h + b3) -> logits = W4 g + b4 -> cross-entropy with the next byte
+//   stage 1 (rank 0): 8 context bytes -> embeddings (8 x 16) -> h1 = relu(W1 e + b1)
+//                     -> h = h1 + relu(W2 h1 + b2)
+//   boundary:         h (d = 128 per token) forward, dL/dh back, through subspace::sender /
+//                     receiver over a transport::local world of two ranks (threads)
+//   stage 2 (rank 1): g = relu(W3 h + b3) -> logits = W4 g + b4 -> cross-entropy with the next byte
 //
-// Boundary variants: uncompressed; a fixed random projection (A fixed); MAPL (A learned on the
-// Stiefel manifold from the task's gradient, with a per-token anchor E P on the current byte); and
-// MAPL + residual VQ of z (straight-through gradient), each at r = d/4, d/8, d/16. z travels as
-// bf16 (the link's format); bytes count what the link would send per step: forward z and token
-// ids, backward dL/dz, and the projector's and anchor's updates (A is d x r floats per step; the
-// receiver's share of dL/dA comes back, d x r floats) or, with VQ, indices and codebook slices.
+// Boundary variants: uncompressed (h and dL/dh as bf16); a fixed random projection (A fixed, no
+// anchor); MAPL (A learned on the Stiefel manifold from the task's gradient, the receiver's share
+// of dL/dA sent back each step and the new A forward, a per-token anchor E P on the current byte);
+// MAPL + residual VQ of z (4 groups x 2 rounds x 64 codewords, straight-through gradient), each at
+// r = d/4, d/8, d/16. "boundary bytes" is what the transport counted in both directions over the
+// training steps (the validation pass is not counted).
 //
 //   build/bin/zipccl_pipeline_subspace [--steps N] [--batch N] [--stiefel-lr L] [--corpus DIR]
 #include <algorithm>
@@ -29,7 +31,9 @@
 #include <zipccl/subspace/anchor.hpp>
 #include <zipccl/subspace/projector.hpp>
 #include <zipccl/subspace/rvq.hpp>
+#include <zipccl/subspace/link.hpp>
 #include <zipccl/subspace/stiefel.hpp>
+#include <zipccl/transport/local.hpp>
 
 using namespace zipccl::subspace;
 using zipccl::status;
@@ -75,168 +79,245 @@ struct result {
   std::uint64_t bytes;
 };
 
-float bf16_round(float x) { return zipccl::collective::detail::widen<zipccl::bf16>(zipccl::collective::detail::narrow<zipccl::bf16>(x)); }
 
-result train(const std::vector<std::uint8_t>& text, std::size_t split, boundary how, std::size_t r, int steps) {
-  std::mt19937_64 rng(42);  // the same start for every variant
-  param e(vocab, emb, 0.1f, rng), w1(ctx * emb, d, 1.0f / std::sqrt(float(ctx * emb)), rng), b1(1, d, 0, rng),
-      w2(d, d, 1.0f / std::sqrt(float(d)), rng), b2(1, d, 0, rng), w3(d, d, 1.0f / std::sqrt(float(d)), rng),
-      b3(1, d, 0, rng), w4(d, vocab, 1.0f / std::sqrt(float(d)), rng), b4(1, vocab, 0, rng);
-  const bool compressed = how != boundary::none;
-  matrix<float> a = random_orthonormal<float>(d, compressed ? r : 1, 7);
-  anchor_table<float> anc(vocab, d, compressed ? r : 1, 8);
-  param anc_p(vocab, compressed ? r : 1, 0, rng);  // Adam state for E
-  stiefel_options so;
-  so.lr = stiefel_lr;
-  stiefel_optimizer<float> opt(d, compressed ? r : 1, so);
-  rvq_options vo;
-  vo.slice = 8;
-  rvq_learner<float> vq(rvq_shape{compressed ? r : 4, 4, 2, 64}, vo);
-  rvq_book<float> receiver_book(rvq_shape{compressed ? r : 4, 4, 2, 64}, vo.seed);
-  const bool learn_a = how == boundary::mapl || how == boundary::mapl_vq;
-  std::uint64_t bytes = 0;
-
-  // forward of a batch of positions; returns the mean loss, fills the gradients when train
-  auto run = [&](const std::vector<std::size_t>& pos, bool train_step, int t) {
-    const std::size_t n = pos.size();
-    mat x(n, ctx * emb);
-    std::vector<std::int32_t> tok(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t c = 0; c < ctx; ++c)
-        std::memcpy(&x(i, c * emb), &e.w(text[pos[i] - ctx + c], 0), emb * sizeof(float));
-      tok[i] = text[pos[i] - 1];  // the current byte: the anchor's token
-    }
-    mat z1, h1, z2, h2, h;
-    gemm(false, false, x, w1.w, &z1);
-    h1 = z1;
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < d; ++j) h1(i, j) = std::max(0.0f, z1(i, j) + b1.w.v[j]);
-    gemm(false, false, h1, w2.w, &z2);
-    h = h1;
-    h2 = z2;
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < d; ++j) {
-        h2(i, j) = std::max(0.0f, z2(i, j) + b2.w.v[j]);
-        h(i, j) += h2(i, j);
-      }
-    // the boundary
-    mat z, zq, xh = h;
-    std::vector<std::uint16_t> idx;
-    if (compressed) {
-      encode(h, tok.data(), a, &anc, &z);
-      for (float& v : z.v) v = bf16_round(v);
-      zq = z;
-      if (how == boundary::mapl_vq) {
-        vq.encode(z, &idx);
-        receiver_book.decode(idx.data(), n, &zq);
-      }
-      decode(zq, tok.data(), a, &anc, &xh);
-      if (train_step) bytes += how == boundary::mapl_vq ? n * 4 * 2 : n * r * 2;  // 8 uint8 indices, or bf16 z
-      if (train_step) bytes += n * 4;                                                  // token ids
-    } else if (train_step) {
-      bytes += n * d * 2;  // h as bf16
-    }
-    mat z3, g3, logits;
-    gemm(false, false, xh, w3.w, &z3);
-    g3 = z3;
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < d; ++j) g3(i, j) = std::max(0.0f, z3(i, j) + b3.w.v[j]);
-    gemm(false, false, g3, w4.w, &logits);
-    double loss = 0;
-    mat dlog(n, vocab);
-    for (std::size_t i = 0; i < n; ++i) {
-      float mx = -1e30f;
-      for (std::size_t j = 0; j < vocab; ++j) mx = std::max(mx, logits(i, j) += b4.w.v[j]);
-      double s = 0;
-      for (std::size_t j = 0; j < vocab; ++j) s += std::exp(static_cast<double>(logits(i, j) - mx));
-      const std::uint8_t y = text[pos[i]];
-      loss += std::log(s) - (logits(i, y) - mx);
-      for (std::size_t j = 0; j < vocab; ++j)
-        dlog(i, j) = static_cast<float>(std::exp(static_cast<double>(logits(i, j) - mx)) / s / n) - (j == y ? 1.0f / n : 0.0f);
-    }
-    if (!train_step) return loss / n;
-    // stage 2 backward
-    gemm(true, false, g3, dlog, &w4.g, 1);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < vocab; ++j) b4.g.v[j] += dlog(i, j);
-    mat dg3;
-    gemm(false, true, dlog, w4.w, &dg3);
-    for (std::size_t i = 0; i < dg3.v.size(); ++i)
-      if (g3.v[i] <= 0) dg3.v[i] = 0;
-    gemm(true, false, xh, dg3, &w3.g, 1);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < d; ++j) b3.g.v[j] += dg3(i, j);
-    mat dxh, dh;
-    gemm(false, true, dg3, w3.w, &dxh);
-    // back across the boundary
-    if (compressed) {
-      mat dz, da(d, r), de(vocab, r);
-      decode_backward(zq, tok.data(), a, &anc, dxh, &dz, &da, &de);
-      for (float& v : dz.v) v = bf16_round(v);  // dL/dz travels as bf16
-      bytes += n * r * 2;
-      encode_backward(h, tok.data(), a, &anc, dz, &dh, &da, &de);  // straight through the VQ
-      if (learn_a) {
-        bytes += 2 * d * r * 4;  // the receiver's dL/dA back, the new A forward
-        opt.step(&a, da);
-        std::vector<std::int32_t> rows(tok);
-        std::sort(rows.begin(), rows.end());
-        rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-        bytes += 2 * rows.size() * (4 + r * 4);  // the anchor rows' gradients back, new rows forward
-        anc_p.w = anc.table();
-        anc_p.g = de;
-        anc_p.step(2e-3f, t);
-        anc.table() = anc_p.w;
-      }
-      if (how == boundary::mapl_vq) {
-        vq.learn(z);
-        const auto s = vq.next_sync();
-        apply_sync(s, &receiver_book);
-        bytes += s.bytes();
-      }
-    } else {
-      dh = dxh;
-      bytes += n * d * 2;
-    }
-    // stage 1 backward
-    mat dz2 = dh;
-    for (std::size_t i = 0; i < dz2.v.size(); ++i)
-      if (h2.v[i] <= 0) dz2.v[i] = 0;
-    gemm(true, false, h1, dz2, &w2.g, 1);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < d; ++j) b2.g.v[j] += dz2(i, j);
-    mat dh1;
-    gemm(false, true, dz2, w2.w, &dh1);
-    for (std::size_t i = 0; i < dh1.v.size(); ++i) dh1.v[i] = h1.v[i] > 0 ? dh1.v[i] + dh.v[i] : 0;
-    gemm(true, false, x, dh1, &w1.g, 1);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t j = 0; j < d; ++j) b1.g.v[j] += dh1(i, j);
-    mat dx;
-    gemm(false, true, dh1, w1.w, &dx);
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t c = 0; c < ctx; ++c)
-        for (std::size_t k = 0; k < emb; ++k) e.g(text[pos[i] - ctx + c], k) += dx(i, c * emb + k);
-    for (param* p : {&e, &w1, &b1, &w2, &b2, &w3, &b3, &w4, &b4}) p->step(2e-3f, t);
-    return loss / n;
-  };
-
-  const auto t0 = std::chrono::steady_clock::now();
-  std::uniform_int_distribution<std::size_t> pick(ctx, split - 1);
-  std::vector<std::size_t> pos(batch);
-  for (int t = 1; t <= steps; ++t) {
+// The positions of one training step's micro-batch: both stages draw them from the same seed, as
+// pipeline stages share a data loader's order.
+struct batches {
+  std::mt19937_64 rng{42};
+  std::uniform_int_distribution<std::size_t> pick;
+  explicit batches(std::size_t split) : pick(ctx, split - 1) {}
+  std::vector<std::size_t> next() {
+    std::vector<std::size_t> pos(batch);
     for (auto& p : pos) p = pick(rng);
-    run(pos, true, t);
+    return pos;
   }
+};
+std::vector<std::vector<std::size_t>> validation_batches(std::size_t split, std::size_t size) {
+  std::vector<std::vector<std::size_t>> out;
+  for (std::size_t p = split + ctx; p < size; p += batch) {
+    out.emplace_back();
+    for (std::size_t q = p; q < size && q < p + batch; ++q) out.back().push_back(q);
+  }
+  return out;
+}
+std::vector<std::int32_t> unique_ids(std::vector<std::int32_t> t) {
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  return t;
+}
+
+// h (or dL/dh) as bf16 over the transport: the uncompressed boundary.
+template <class T>
+status send_bf16(T& t, int peer, const mat& m) {
+  std::vector<std::uint16_t> b(m.v.size());
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = zipccl::collective::detail::narrow<zipccl::bf16>(m.v[i]);
+  return t.send(peer, b.data(), b.size() * 2);
+}
+template <class T>
+status recv_bf16(T& t, int peer, mat* m) {
+  std::vector<std::uint16_t> b(m->v.size());
+  const status s = t.recv(peer, b.data(), b.size() * 2);
+  for (std::size_t i = 0; i < b.size(); ++i) m->v[i] = zipccl::collective::detail::widen<zipccl::bf16>(b[i]);
+  return s;
+}
+
+// Stage 1 on rank 0, stage 2 on rank 1 of a transport::local world; the boundary goes through
+// subspace::sender / receiver (or plain bf16), and the transport counts the bytes.
+result train(const std::vector<std::uint8_t>& text, std::size_t split, boundary how, std::size_t r, int steps) {
+  const bool compressed = how != boundary::none, learn_a = how == boundary::mapl || how == boundary::mapl_vq;
+  link_config cfg{d, compressed ? r : 1, learn_a ? vocab : 0, 7, false};
+  if (how == boundary::mapl_vq) {
+    cfg.vq_groups = 4;
+    cfg.vq_rounds = 2;
+    cfg.vq_codewords = 64;
+    cfg.vq_slice = 8;
+  }
+  zipccl::transport::local_world world(2);
+  const auto valid = validation_batches(split, text.size());
+  double val_total = 0;
+  std::size_t val_count = 0;
+  std::uint64_t train_bytes = 0;
+  status failed = status::success;
+  const auto t0 = std::chrono::steady_clock::now();
+  world.run([&](zipccl::transport::local_transport& t) {
+    std::mt19937_64 init(42 + static_cast<unsigned>(t.rank()));
+    batches data(split);
+    status st = status::success;
+    if (t.rank() == 0) {  // stage 1
+      param e(vocab, emb, 0.1f, init), w1(ctx * emb, d, 1.0f / std::sqrt(float(ctx * emb)), init), b1(1, d, 0, init),
+          w2(d, d, 1.0f / std::sqrt(float(d)), init), b2(1, d, 0, init);
+      sender link(cfg);
+      matrix<float> a = link.projector();
+      stiefel_options so;
+      so.lr = stiefel_lr;
+      stiefel_optimizer<float> opt(d, cfg.rank, so);
+      param anc_p(learn_a ? vocab : 1, cfg.rank, 0, init);
+      auto forward = [&](const std::vector<std::size_t>& pos, mat* x, mat* h1, mat* h2, mat* h,
+                         std::vector<std::int32_t>* tok) {
+        const std::size_t n = pos.size();
+        *x = mat(n, ctx * emb);
+        tok->resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          for (std::size_t c = 0; c < ctx; ++c)
+            std::memcpy(&(*x)(i, c * emb), &e.w(text[pos[i] - ctx + c], 0), emb * sizeof(float));
+          (*tok)[i] = text[pos[i] - 1];  // the current byte: the anchor's token
+        }
+        mat z1, z2;
+        gemm(false, false, *x, w1.w, &z1);
+        *h1 = z1;
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < d; ++j) (*h1)(i, j) = std::max(0.0f, z1(i, j) + b1.w.v[j]);
+        gemm(false, false, *h1, w2.w, &z2);
+        *h = *h1;
+        *h2 = z2;
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < d; ++j) {
+            (*h2)(i, j) = std::max(0.0f, z2(i, j) + b2.w.v[j]);
+            (*h)(i, j) += (*h2)(i, j);
+          }
+        if (!compressed) return send_bf16(t, 1, *h);
+        return link.send(*h, tok->data(), 1, t);
+      };
+      for (int step = 1; step <= steps && st == status::success; ++step) {
+        const auto pos = data.next();
+        mat x, h1, h2, h, dh;
+        std::vector<std::int32_t> tok;
+        st = forward(pos, &x, &h1, &h2, &h, &tok);
+        if (st != status::success) break;
+        if (!compressed) {
+          dh = mat(pos.size(), d);
+          st = recv_bf16(t, 1, &dh);
+        } else {
+          mat dz;
+          st = link.recv_grad(&dz, 1, t);
+          mat da(d, cfg.rank), de(learn_a ? vocab : 1, cfg.rank);
+          if (st == status::success)
+            st = encode_backward(h, learn_a ? tok.data() : nullptr, a, link.anchor(), dz, &dh, &da,
+                                 learn_a ? &de : nullptr);
+          if (st == status::success && learn_a) {
+            // the receiver's shares of dL/dA and dL/dE (rows of this batch's tokens) come back
+            mat da_recv(d, cfg.rank);
+            const auto rows = unique_ids(tok);
+            std::vector<float> de_rows(rows.size() * cfg.rank);
+            st = t.recv(1, da_recv.data(), da_recv.v.size() * 4);
+            if (st == status::success) st = t.recv(1, de_rows.data(), de_rows.size() * 4);
+            for (std::size_t i = 0; i < da.v.size(); ++i) da.v[i] += da_recv.v[i];
+            for (std::size_t k = 0; k < rows.size(); ++k)
+              for (std::size_t j = 0; j < cfg.rank; ++j) de(static_cast<std::size_t>(rows[k]), j) += de_rows[k * cfg.rank + j];
+            if (st == status::success) st = opt.step(&a, da);
+            if (st == status::success) st = link.set_projector(a);
+            anc_p.w = link.anchor()->table();
+            anc_p.g = de;
+            anc_p.step(2e-3f, step);
+            link.anchor()->table() = anc_p.w;
+            if (st == status::success) st = link.set_anchor_rows(rows);
+          }
+        }
+        if (st != status::success) break;
+        // stage 1 backward
+        mat dz2 = dh;
+        for (std::size_t i = 0; i < dz2.v.size(); ++i)
+          if (h2.v[i] <= 0) dz2.v[i] = 0;
+        gemm(true, false, h1, dz2, &w2.g, 1);
+        for (std::size_t i = 0; i < pos.size(); ++i)
+          for (std::size_t j = 0; j < d; ++j) b2.g.v[j] += dz2(i, j);
+        mat dh1, dx;
+        gemm(false, true, dz2, w2.w, &dh1);
+        for (std::size_t i = 0; i < dh1.v.size(); ++i) dh1.v[i] = h1.v[i] > 0 ? dh1.v[i] + dh.v[i] : 0;
+        gemm(true, false, x, dh1, &w1.g, 1);
+        for (std::size_t i = 0; i < pos.size(); ++i)
+          for (std::size_t j = 0; j < d; ++j) b1.g.v[j] += dh1(i, j);
+        gemm(false, true, dh1, w1.w, &dx);
+        for (std::size_t i = 0; i < pos.size(); ++i)
+          for (std::size_t c = 0; c < ctx; ++c)
+            for (std::size_t k = 0; k < emb; ++k) e.g(text[pos[i] - ctx + c], k) += dx(i, c * emb + k);
+        for (param* p : {&e, &w1, &b1, &w2, &b2}) p->step(2e-3f, step);
+      }
+      train_bytes = world.total_bytes();  // every training message is in: the last step's came back
+      link.set_learning(false);
+      for (const auto& pos : valid) {
+        if (st != status::success) break;
+        mat x, h1, h2, h;
+        std::vector<std::int32_t> tok;
+        st = forward(pos, &x, &h1, &h2, &h, &tok);
+      }
+    } else {  // stage 2
+      param w3(d, d, 1.0f / std::sqrt(float(d)), init), b3(1, d, 0, init), w4(d, vocab, 1.0f / std::sqrt(float(d)), init),
+          b4(1, vocab, 0, init);
+      receiver link(cfg);
+      // receives a micro-batch, runs stage 2; trains when `grad` (and sends the gradients back)
+      auto step2 = [&](const std::vector<std::size_t>& pos, bool grad, int step, double* loss) {
+        const std::size_t n = pos.size();
+        mat xh(n, d), zq;
+        std::vector<std::int32_t> tok;
+        status e2 = compressed ? link.recv(&xh, &tok, 0, t, &zq) : recv_bf16(t, 0, &xh);
+        if (e2 != status::success) return e2;
+        mat z3, g3, logits;
+        gemm(false, false, xh, w3.w, &z3);
+        g3 = z3;
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < d; ++j) g3(i, j) = std::max(0.0f, z3(i, j) + b3.w.v[j]);
+        gemm(false, false, g3, w4.w, &logits);
+        mat dlog(n, vocab);
+        *loss = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          float mx = -1e30f;
+          for (std::size_t j = 0; j < vocab; ++j) mx = std::max(mx, logits(i, j) += b4.w.v[j]);
+          double sum = 0;
+          for (std::size_t j = 0; j < vocab; ++j) sum += std::exp(static_cast<double>(logits(i, j) - mx));
+          const std::uint8_t y = text[pos[i]];
+          *loss += std::log(sum) - (logits(i, y) - mx);
+          for (std::size_t j = 0; j < vocab; ++j)
+            dlog(i, j) = static_cast<float>(std::exp(static_cast<double>(logits(i, j) - mx)) / sum / n) -
+                         (j == y ? 1.0f / n : 0.0f);
+        }
+        if (!grad) return status::success;
+        gemm(true, false, g3, dlog, &w4.g, 1);
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < vocab; ++j) b4.g.v[j] += dlog(i, j);
+        mat dg3, dxh;
+        gemm(false, true, dlog, w4.w, &dg3);
+        for (std::size_t i = 0; i < dg3.v.size(); ++i)
+          if (g3.v[i] <= 0) dg3.v[i] = 0;
+        gemm(true, false, xh, dg3, &w3.g, 1);
+        for (std::size_t i = 0; i < n; ++i)
+          for (std::size_t j = 0; j < d; ++j) b3.g.v[j] += dg3(i, j);
+        gemm(false, true, dg3, w3.w, &dxh);
+        for (param* p : {&w3, &b3, &w4, &b4}) p->step(2e-3f, step);
+        if (!compressed) return send_bf16(t, 0, dxh);
+        // back across the boundary: dL/dz (straight through the VQ), and for MAPL this side's
+        // shares of dL/dA and of the anchor rows' gradients
+        mat dz, da(d, cfg.rank), de(learn_a ? vocab : 1, cfg.rank);
+        e2 = decode_backward(zq, learn_a ? tok.data() : nullptr, link.projector(), link.anchor(), dxh, &dz,
+                             learn_a ? &da : nullptr, learn_a ? &de : nullptr);
+        if (e2 == status::success) e2 = link.send_grad(dz, 0, t);
+        if (e2 == status::success && learn_a) {
+          const auto rows = unique_ids(tok);
+          std::vector<float> de_rows(rows.size() * cfg.rank);
+          for (std::size_t k = 0; k < rows.size(); ++k)
+            for (std::size_t j = 0; j < cfg.rank; ++j) de_rows[k * cfg.rank + j] = de(static_cast<std::size_t>(rows[k]), j);
+          e2 = t.send(0, da.data(), da.v.size() * 4);
+          if (e2 == status::success) e2 = t.send(0, de_rows.data(), de_rows.size() * 4);
+        }
+        return e2;
+      };
+      double loss = 0;
+      for (int step = 1; step <= steps && st == status::success; ++step) st = step2(data.next(), true, step, &loss);
+      for (const auto& pos : valid) {
+        if (st != status::success) break;
+        st = step2(pos, false, 0, &loss);
+        val_total += loss;
+        val_count += pos.size();
+      }
+    }
+    if (st != status::success) failed = st;
+  });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // validation: every position of the held-out tail, in batches
-  double total = 0;
-  std::size_t count = 0;
-  for (std::size_t p = split + ctx; p < text.size(); p += batch) {
-    std::vector<std::size_t> vb;
-    for (std::size_t q = p; q < text.size() && q < p + batch; ++q) vb.push_back(q);
-    total += run(vb, false, 0) * vb.size();
-    count += vb.size();
+  if (failed != status::success) {
+    std::fprintf(stderr, "zipccl_pipeline_subspace: %s failed: %s\n", name_of(how), zipccl::to_string(failed));
+    std::exit(1);
   }
-  return {total / count, secs, bytes};
+  return {val_total / static_cast<double>(val_count), secs, train_bytes};
 }
 
 }  // namespace

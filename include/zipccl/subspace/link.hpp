@@ -315,7 +315,7 @@ class sender {
       std::vector<std::uint16_t> idx;
       s = vq_.encode(z, &idx);
       if (s == status::success && z_out != nullptr) s = vq_.mirror().decode(idx.data(), z.rows, z_out);
-      if (s == status::success) s = vq_.learn(z);
+      if (s == status::success && learning_) s = vq_.learn(z);
       if (s != status::success) return detail::fail(t, s);
       const std::size_t at = body.size();
       detail::pack_indices(idx, cfg_.vq_codewords, &body);
@@ -332,6 +332,8 @@ class sender {
 
   // The sender's codebooks (with VQ): mirror() is what the receiver holds.
   const rvq_learner<float>& quantiser() const { return vq_; }
+  // With VQ, whether send() learns from what it sends (off for evaluation batches).
+  void set_learning(bool on) { learning_ = on; }
 
   // Receives dL/dz (n x r) for the last micro-batch from the next stage.
   template <class Transport>
@@ -371,6 +373,7 @@ class sender {
   matrix<float> a_;
   anchor_table<float> anchor_;
   rvq_learner<float> vq_;
+  bool learning_ = true;
   bool projector_dirty_ = true;  // the first message carries A
   std::vector<std::int32_t> dirty_rows_;
 };
