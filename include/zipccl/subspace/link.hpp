@@ -188,7 +188,7 @@ inline void pack_sync(const rvq_sync<float>& s, std::vector<std::uint8_t>* out) 
     format::store_le<std::uint32_t>(out->data() + at, w);
     at += 4;
   }
-  std::memcpy(out->data() + at, s.values.data(), s.values.size() * 4);
+  if (!s.values.empty()) std::memcpy(out->data() + at, s.values.data(), s.values.size() * 4);
 }
 inline status unpack_sync(const std::uint8_t* p, std::uint64_t bytes, std::size_t sub, rvq_sync<float>* s) {
   if (bytes < 4) return status::corrupt;
@@ -197,7 +197,7 @@ inline status unpack_sync(const std::uint8_t* p, std::uint64_t bytes, std::size_
   s->which.resize(count);
   for (std::uint64_t i = 0; i < count; ++i) s->which[i] = format::load_le<std::uint32_t>(p + 4 + 4 * i);
   s->values.resize(count * sub);
-  std::memcpy(s->values.data(), p + 4 + 4 * count, s->values.size() * 4);
+  if (!s->values.empty()) std::memcpy(s->values.data(), p + 4 + 4 * count, s->values.size() * 4);
   return status::success;
 }
 
