@@ -146,6 +146,19 @@ TEST_CASE("size mismatches and aborts end with errors, not hangs", "[mpi]") {
     if (n > 1) CHECK(s != status::success);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  {
+    // the native plain all_gather with a rank whose count differs: an error on every rank (the
+    // size agreement finds it; a rank that hears another's abort first reports peer_failed)
+    using C = codec<bf16, codebook::histogram>;
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    const std::uint64_t count = r == n - 1 ? 2999 : 3000;
+    const auto in = input<C>(r, count);
+    std::vector<std::uint16_t> out(3000 * n);
+    const status s = all_gather<C, strategy::never>(in.data(), out.data(), count, t, nullptr, 0);
+    if (n > 1) CHECK((s == status::size_mismatch || s == status::peer_failed));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 int main(int argc, char** argv) {

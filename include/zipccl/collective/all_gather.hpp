@@ -74,7 +74,12 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
   if (count) std::memmove(recv + static_cast<std::uint64_t>(r) * shard, sendbuff, shard);
   if (n == 1) return status::success;
 
-  if constexpr (std::is_same_v<Strategy, strategy::never>) {
+  if constexpr (std::is_same_v<Strategy, strategy::never> && transport::has_native_all_gather_v<Transport>) {
+    // the transport's own all_gather (it only moves bytes: the same result as the ring); the own
+    // shard is in place already
+    const status s = t.all_gather_bytes(recv + static_cast<std::uint64_t>(r) * shard, recvbuff, shard);
+    return s == status::success ? s : fail(t, s);
+  } else if constexpr (std::is_same_v<Strategy, strategy::never>) {
     // the plain ring, pipelined by the same segments: a segment is forwarded as soon as it arrives
     const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
     struct hooks {

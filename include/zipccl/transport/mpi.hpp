@@ -141,6 +141,38 @@ class mpi {
     return r != status::success ? r : w;
   }
 
+  // The optional native plain all_gather (transport.hpp): every rank's `bytes` from send, rank
+  // r's at recv + r * bytes. The ranks first agree on the size with an MPI_Iallreduce, polled like
+  // every other wait (aborts, timeout), so a rank with another count makes every rank return an
+  // error and a rank that failed before the call cannot leave the others waiting; then
+  // MPI_Allgather.
+  status all_gather_bytes(const void* send, void* recv, std::uint64_t bytes) {
+    if ((bytes != 0 && (send == nullptr || recv == nullptr)) || bytes > static_cast<std::uint64_t>(INT32_MAX))
+      return status::invalid_argument;
+    if (aborted_) return status::peer_failed;
+    auto st = std::make_unique<request::state>();
+    st->bounce.resize(32);  // this rank's (size, -size), then the maxima: owned, as MPI may outlive an abort
+    auto* agree = reinterpret_cast<std::int64_t*>(st->bounce.data());
+    agree[0] = static_cast<std::int64_t>(bytes);
+    agree[1] = -agree[0];
+    st->reqs.resize(1);
+    if (MPI_Iallreduce(agree, agree + 2, 2, MPI_INT64_T, MPI_MAX, comm_, &st->reqs[0]) != MPI_SUCCESS)
+      return status::invalid_argument;
+    status s = wait_all(*st);
+    if (s == status::success && agree[2] != -agree[3]) s = status::size_mismatch;  // max != min
+    if (s == status::success && bytes != 0) {
+      // every rank has agreed, so every rank is here: the blocking call cannot wait on an aborted
+      // one (Open MPI's non-blocking MPI_Iallgather measured 3-5x slower on shared memory)
+      auto* out = static_cast<std::uint8_t*>(recv);
+      const void* in = send == out + static_cast<std::uint64_t>(rank_) * bytes ? MPI_IN_PLACE : send;
+      if (MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_) !=
+          MPI_SUCCESS)
+        s = status::invalid_argument;
+    }
+    if (s != status::success) orphans_.push_back(std::move(st));  // MPI may still use its buffer
+    return s;
+  }
+
   void abort(status why) {
     if (aborted_) return;
     aborted_ = true;
@@ -224,5 +256,6 @@ class mpi {
 
 static_assert(is_host_transport_v<mpi>, "transport::mpi must model the host transport concept");
 static_assert(has_requests_v<mpi>, "transport::mpi offers request-based operations");
+static_assert(has_native_all_gather_v<mpi>, "transport::mpi offers a native all_gather");
 
 }  // namespace zipccl::transport

@@ -26,6 +26,15 @@
 //
 // `request` is a default-constructible, movable member type. Receives from one source complete in
 // the order they were posted, and the collectives wait on them in that order too.
+//
+// Optional, for the plain path: a native uncompressed all_gather of `bytes` per rank, which
+// all_gather<Codec, strategy::never> then uses instead of its ring (it moves bytes only, so results
+// stay bit-identical). It must return an error on every rank when the ranks' sizes differ.
+//
+//   status all_gather_bytes(const void* send, void* recv, std::uint64_t bytes);
+//
+// (There is no native reduce_scatter hook: a native reduction sums in its own order and
+// precision, and the plain path must give the compressed path's bits.)
 #pragma once
 
 #include <cstdint>
@@ -72,5 +81,20 @@ struct has_requests<
 // Whether a host transport offers the optional request-based operations.
 template <class T>
 inline constexpr bool has_requests_v = detail::has_requests<T>::value;
+
+namespace detail {
+template <class T, class = void>
+struct has_native_all_gather : std::false_type {};
+template <class T>
+struct has_native_all_gather<T, std::void_t<decltype(std::declval<T&>().all_gather_bytes(
+                                    static_cast<const void*>(nullptr), static_cast<void*>(nullptr), std::uint64_t{}))>>
+    : std::is_same<decltype(std::declval<T&>().all_gather_bytes(static_cast<const void*>(nullptr),
+                                                                  static_cast<void*>(nullptr), std::uint64_t{})),
+                   status> {};
+}  // namespace detail
+
+// Whether a host transport offers a native plain all_gather.
+template <class T>
+inline constexpr bool has_native_all_gather_v = detail::has_native_all_gather<T>::value;
 
 }  // namespace zipccl::transport
