@@ -9,7 +9,9 @@ enum mode : std::uint8_t {
   decode_raw = 0,       // the rest is a stream, decoded as it is
   decode_repaired = 1,  // the rest is a stream whose hashes are recomputed first (reaches deep checks)
   round_trip = 2,       // byte 1: type, byte 2: codebook, byte 3: flags; the rest is element data
-  mode_count = 3
+  wire = 3,             // byte 1: type, bytes 2-3: count (LE); the rest is a collective's wire segment
+                        // (fixed section, then tail), checksums on, 256-element chunks
+  mode_count = 4
 };
 
 }  // namespace zipccl::fuzzing

@@ -1,4 +1,5 @@
-// libFuzzer target: the decoder on untrusted bytes, and compress/decompress round trips. Its
+// libFuzzer target: the decoder on untrusted bytes, the collectives' wire sections on untrusted
+// bytes (collective/detail/wire.hpp), and compress/decompress round trips. Its
 // checks call std::abort(), which libFuzzer reports as a crash with the input that caused it: a
 // header that validates differently in read_header and decompress, a too-small output that is not
 // reported as such, a round trip that does not return the input. AddressSanitizer and UBSan catch
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include <zipccl/collective/detail/wire.hpp>
 #include <zipccl/zipccl.hpp>
 
 #include "fuzz/fuzz_common.hpp"
@@ -60,6 +62,28 @@ void round_trip(const std::uint8_t* data, std::size_t size, std::uint8_t flags) 
   if (!back.empty() && std::memcmp(back.data(), data, back.size()) != 0) std::abort();
 }
 
+// A segment of `count` elements as a receiver gets it: the fixed section, then the tail. Parsing
+// must never read past what arrived (AddressSanitizer: the copies are exactly sized), a tail size it
+// accepts must be within the bound, and decoding must be deterministic.
+template <class E>
+void wire_segment(std::uint64_t count, const std::uint8_t* data, std::size_t size) {
+  using W = collective::detail::wire<codec<E, codebook::analytic_gaussian>>;
+  const std::uint64_t chunk = 256, fixed = W::fixed_bytes(count, chunk);
+  if (size < fixed) return;
+  std::uint64_t tail = 0;
+  if (W::tail_bytes(data, count, chunk, &tail) != status::success) return;
+  if (fixed + tail > W::max_bytes(count, chunk)) std::abort();  // an accepted tail is within the bound
+  if (size - fixed < tail) return;
+  std::vector<std::uint8_t> fixed_copy(data, data + fixed), tail_copy(data + fixed, data + fixed + tail),
+      scratch(W::scratch_bytes(chunk));
+  std::vector<std::uint8_t> out(count * sizeof(typename E::bits_type)), again(out.size());
+  const status s = W::decode_into(fixed_copy.data(), tail_copy.data(), tail, count, chunk, true, out.data(),
+                                  scratch.data());
+  if (s != W::decode_into(fixed_copy.data(), tail_copy.data(), tail, count, chunk, true, again.data(), scratch.data()))
+    std::abort();
+  if (s == status::success && out != again) std::abort();
+}
+
 template <class E>
 void round_trip_policy(std::uint8_t cb, const std::uint8_t* data, std::size_t size, std::uint8_t flags) {
   switch (cb % 3) {
@@ -84,6 +108,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::vector<std::uint8_t> s(data, data + size);
       testing::repair_hashes(s);
       decode(s.data(), s.size());
+      break;
+    }
+    case fuzzing::wire: {
+      if (size < 3) return 0;
+      const std::uint64_t count = data[1] | (static_cast<std::uint64_t>(data[2]) << 8);
+      switch (data[0] % 3) {
+        case 0: wire_segment<bf16>(count, data + 3, size - 3); break;
+        case 1: wire_segment<fp16>(count, data + 3, size - 3); break;
+        default: wire_segment<fp32>(count, data + 3, size - 3); break;
+      }
       break;
     }
     default: {

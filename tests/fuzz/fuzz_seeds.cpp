@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <zipccl/collective/detail/wire.hpp>
 #include <zipccl/zipccl.hpp>
 
 #include "fuzz/fuzz_common.hpp"
@@ -43,6 +44,18 @@ void seeds(const std::filesystem::path& dir) {
   rt.insert(rt.end(), reinterpret_cast<const std::uint8_t*>(v.data()),
             reinterpret_cast<const std::uint8_t*>(v.data() + v.size()));
   write(dir, fuzzing::round_trip, rt);
+  // a valid wire segment (fixed section, then tail) of 700 elements, one chunk of noise (stored)
+  using W = collective::detail::wire<codec<E, codebook::analytic_gaussian>>;
+  auto w = testing::make_tensor<E>(700, 0.1, testing::distribution::gaussian, 3);
+  const auto noise = testing::random_bits<E>(256, 2);
+  std::copy(noise.begin(), noise.end(), w.begin() + 256);
+  std::vector<std::uint8_t> fixed(W::fixed_bytes(700, 256) + W::spill_bytes(256)), tail(W::max_bytes(700, 256));
+  const std::uint64_t tb = W::encode({}, w.data(), 700, 256, true, fixed.data(), tail.data());
+  std::vector<std::uint8_t> seg = {static_cast<std::uint8_t>(static_cast<unsigned>(Codec::type) - 1), 700 & 0xFF,
+                                   700 >> 8};  // 0 bf16, 1 fp16, 2 fp32
+  seg.insert(seg.end(), fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(W::fixed_bytes(700, 256)));
+  seg.insert(seg.end(), tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(tb));
+  write(dir, fuzzing::wire, seg);
 }
 }  // namespace
 

@@ -44,6 +44,14 @@ bool compress_hop(std::uint64_t count, const collective_options& opt) {
   else if constexpr (std::is_same_v<Strategy, strategy::always>) return true;
   else return opt.model.send_recv(count * Codec::element_size).compress;
 }
+// The arguments both ends check alike.
+template <class Codec, class Strategy, class Transport>
+bool p2p_arguments_ok(const void* buf, std::uint64_t count, int peer, const Transport& t, const void* workspace,
+                      std::uint64_t workspace_bytes, const collective_options& opt) {
+  return (buf != nullptr || count == 0) && peer >= 0 && peer < t.size() && valid_options(opt) &&
+         workspace_bytes >= send_recv_workspace<Codec, Strategy>(count, opt) &&
+         (workspace != nullptr || workspace_bytes == 0);
+}
 }  // namespace collective::detail
 
 template <class Codec, class Strategy = strategy::always, class Transport>
@@ -52,9 +60,7 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
             const typename Codec::codebook_type& cb = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "send: Transport must model the host transport concept");
   using namespace collective::detail;
-  if ((sendbuff == nullptr && count != 0) || peer < 0 || peer >= t.size() || !valid_options(opt) ||
-      workspace_bytes < send_recv_workspace<Codec, Strategy>(count, opt) ||
-      (workspace == nullptr && workspace_bytes != 0))
+  if (!p2p_arguments_ok<Codec, Strategy>(sendbuff, count, peer, t, workspace, workspace_bytes, opt))
     return fail(t, status::invalid_argument);
   if (!compress_hop<Codec, Strategy>(count, opt)) {
     const status s = t.send(peer, sendbuff, count * Codec::element_size);
@@ -100,9 +106,7 @@ status recv(void* recvbuff, std::uint64_t count, int peer, Transport& t, void* w
             const collective_options& opt = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "recv: Transport must model the host transport concept");
   using namespace collective::detail;
-  if ((recvbuff == nullptr && count != 0) || peer < 0 || peer >= t.size() || !valid_options(opt) ||
-      workspace_bytes < send_recv_workspace<Codec, Strategy>(count, opt) ||
-      (workspace == nullptr && workspace_bytes != 0))
+  if (!p2p_arguments_ok<Codec, Strategy>(recvbuff, count, peer, t, workspace, workspace_bytes, opt))
     return fail(t, status::invalid_argument);
   if (!compress_hop<Codec, Strategy>(count, opt)) {
     const status s = t.recv(peer, recvbuff, count * Codec::element_size);

@@ -77,14 +77,9 @@ class mpi {
   };
 
   request isend(int dst, const void* buf, std::uint64_t bytes) {
-    request q;
-    q.st_ = std::make_unique<request::state>();
-    q.st_->header = bytes;
-    if (!valid(dst) || (buf == nullptr && bytes != 0)) {
-      q.early_ = status::invalid_argument;
-    } else if (aborted_) {
-      q.early_ = status::peer_failed;
-    } else {
+    request q = start(dst, const_cast<void*>(buf), bytes, false);
+    if (q.early_ == status::success) {
+      q.st_->header = bytes;
       q.st_->bounce.assign(static_cast<const std::uint8_t*>(buf), static_cast<const std::uint8_t*>(buf) + bytes);
       q.early_ = post(dst, &q.st_->header, q.st_->bounce.data(), bytes, true, &q.st_->reqs);
     }
@@ -93,16 +88,8 @@ class mpi {
 
   // The size word and every piece are posted at once, so the data can flow before wait().
   request irecv(int src, void* buf, std::uint64_t bytes) {
-    request q;
-    q.st_ = std::make_unique<request::state>();
-    q.st_->expected = bytes;
-    q.st_->receiving = true;
-    q.st_->user = buf;
-    if (!valid(src) || (buf == nullptr && bytes != 0)) {
-      q.early_ = status::invalid_argument;
-    } else if (aborted_) {
-      q.early_ = status::peer_failed;
-    } else {
+    request q = start(src, buf, bytes, true);
+    if (q.early_ == status::success) {
       q.st_->bounce.resize(bytes);
       q.early_ = post(src, &q.st_->header, q.st_->bounce.data(), bytes, false, &q.st_->reqs);
     }
@@ -190,6 +177,18 @@ class mpi {
   static constexpr std::uint64_t piece = 1ull << 30;
 
   bool valid(int r) const { return r >= 0 && r < size_; }
+
+  // A request's state with its arguments checked (early_ says why not, and nothing is posted).
+  request start(int peer, void* buf, std::uint64_t bytes, bool receiving) {
+    request q;
+    q.st_ = std::make_unique<request::state>();
+    q.st_->expected = bytes;
+    q.st_->receiving = receiving;
+    q.st_->user = buf;
+    if (!valid(peer) || (buf == nullptr && bytes != 0)) q.early_ = status::invalid_argument;
+    else if (aborted_) q.early_ = status::peer_failed;
+    return q;
+  }
 
   // Posts the size word and the data's pieces (sends or receives).
   status post(int peer, std::uint64_t* header, void* buf, std::uint64_t bytes, bool sending,

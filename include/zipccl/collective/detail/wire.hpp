@@ -56,7 +56,7 @@ struct wire {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
       const std::uint64_t f = chunk_fixed(m);
       const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, fixed);
-      std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
+      if (size > f) std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
       tail_bytes += size - f;
     }
@@ -95,7 +95,7 @@ struct wire {
       if (s != status::success) return s;
       if (span - f > tail_bytes - used) return status::corrupt;
       std::memcpy(scratch, fixed, f);
-      std::memcpy(scratch + f, tail + used, span - f);
+      if (span > f) std::memcpy(scratch + f, tail + used, span - f);  // a tail may be empty (and null)
       s = sink(first, m, static_cast<const std::uint8_t*>(scratch), span);
       if (s != status::success) return s;
       fixed += f;

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../codebook/analytic_gaussian.hpp"
+#include "../../codebook/fixed.hpp"
+#include "../../codebook/histogram.hpp"
 #include "../../codec/chunk_codec.hpp"
 #include "../../config.hpp"
 #if ZIPCCL_HAS_AVX512
