@@ -43,6 +43,9 @@ namespace {
 constexpr std::size_t ctx = 8, emb = 16, d = 128, vocab = 256;
 std::size_t batch = 512;  // tokens per micro-batch
 double stiefel_lr = 1e-2;  // the Stiefel step size of A (docs/BENCHMARKS.md has a sweep)
+// residual VQ of z: groups of `vq_sub` numbers, `vq_rounds` rounds of `vq_codewords` words, and
+// `vq_slice` codewords synced per micro-batch
+std::size_t vq_sub = 4, vq_rounds = 4, vq_codewords = 256, vq_slice = 64;
 
 using mat = matrix<float>;
 void gemm(bool ta, bool tb, const mat& a, const mat& b, mat* c, float beta = 0) {  // c = op(a) op(b) + beta c
@@ -83,9 +86,9 @@ struct result {
 // The positions of one training step's micro-batch: both stages draw them from the same seed, as
 // pipeline stages share a data loader's order.
 struct batches {
-  std::mt19937_64 rng{42};
+  std::mt19937_64 rng;
   std::uniform_int_distribution<std::size_t> pick;
-  explicit batches(std::size_t split) : pick(ctx, split - 1) {}
+  batches(std::size_t split, unsigned seed) : rng(seed), pick(ctx, split - 1) {}
   std::vector<std::size_t> next() {
     std::vector<std::size_t> pos(batch);
     for (auto& p : pos) p = pick(rng);
@@ -123,14 +126,16 @@ status recv_bf16(T& t, int peer, mat* m) {
 
 // Stage 1 on rank 0, stage 2 on rank 1 of a transport::local world; the boundary goes through
 // subspace::sender / receiver (or plain bf16), and the transport counts the bytes.
-result train(const std::vector<std::uint8_t>& text, std::size_t split, boundary how, std::size_t r, int steps) {
+// `seed` sets the model's initialisation, the data order and the subspace codec's seed.
+result train(const std::vector<std::uint8_t>& text, std::size_t split, boundary how, std::size_t r, int steps,
+             unsigned seed) {
   const bool compressed = how != boundary::none, learn_a = how == boundary::mapl || how == boundary::mapl_vq;
-  link_config cfg{d, compressed ? r : 1, learn_a ? vocab : 0, 7, false};
+  link_config cfg{d, compressed ? r : 1, learn_a ? vocab : 0, 7 + seed, false};
   if (how == boundary::mapl_vq) {
-    cfg.vq_groups = 4;
-    cfg.vq_rounds = 2;
-    cfg.vq_codewords = 64;
-    cfg.vq_slice = 8;
+    cfg.vq_groups = std::max<std::size_t>(1, r / vq_sub);
+    cfg.vq_rounds = vq_rounds;
+    cfg.vq_codewords = vq_codewords;
+    cfg.vq_slice = vq_slice;
   }
   zipccl::transport::local_world world(2);
   const auto valid = validation_batches(split, text.size());
@@ -140,8 +145,8 @@ result train(const std::vector<std::uint8_t>& text, std::size_t split, boundary 
   status failed = status::success;
   const auto t0 = std::chrono::steady_clock::now();
   world.run([&](zipccl::transport::local_transport& t) {
-    std::mt19937_64 init(42 + static_cast<unsigned>(t.rank()));
-    batches data(split);
+    std::mt19937_64 init(42 + 1000 * seed + static_cast<unsigned>(t.rank()));
+    batches data(split, 42 + seed);
     status st = status::success;
     if (t.rank() == 0) {  // stage 1
       param e(vocab, emb, 0.1f, init), w1(ctx * emb, d, 1.0f / std::sqrt(float(ctx * emb)), init), b1(1, d, 0, init),
@@ -320,25 +325,85 @@ result train(const std::vector<std::uint8_t>& text, std::size_t split, boundary 
   return {val_total / static_cast<double>(val_count), secs, train_bytes};
 }
 
+// Activation compression of a boundary row: bf16 h against what z costs per token.
+double compression(boundary how, std::size_t r) {
+  if (how == boundary::none) return 1;
+  if (how != boundary::mapl_vq) return static_cast<double>(d) / r;
+  const std::size_t groups = std::max<std::size_t>(1, r / vq_sub), index_bytes = vq_codewords <= 256 ? 1 : 2;
+  return 2.0 * d / static_cast<double>(groups * vq_rounds * index_bytes);
+}
+
+bool parse_list(const char* s, std::vector<std::size_t>* out) {
+  out->clear();
+  for (const char* p = s; *p;) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(p, &end, 10);
+    if (end == p || v == 0) return false;
+    out->push_back(v);
+    p = *end == ',' ? end + 1 : end;
+    if (*end != ',' && *end != 0) return false;
+  }
+  return !out->empty();
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: zipccl_pipeline_subspace [--steps N] [--batch N] [--stiefel-lr L] [--corpus DIR]\n"
+               "         [--rows fixed,mapl,vq] [--ratios 4,8,16] [--vq SUB,ROUNDS,CODEWORDS,SLICE] [--seeds N]\n");
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int steps = 1500;
+  int steps = 1500, seeds = 1;
   std::string corpus = "/usr/share/common-licenses";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--corpus") == 0) corpus = argv[i + 1];
-    else if (std::strcmp(argv[i], "--batch") == 0) batch = static_cast<std::size_t>(std::atol(argv[i + 1]));
-    else if (std::strcmp(argv[i], "--stiefel-lr") == 0) stiefel_lr = std::atof(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: zipccl_pipeline_subspace [--steps N] [--batch N] [--stiefel-lr L] [--corpus DIR]\n");
-      return 2;
+  std::vector<boundary> rows{boundary::fixed, boundary::mapl, boundary::mapl_vq};
+  std::vector<std::size_t> ratios{4, 8, 16};
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc) return usage();
+    const char* v = argv[i + 1];
+    if (std::strcmp(argv[i], "--steps") == 0) steps = std::atoi(v);
+    else if (std::strcmp(argv[i], "--corpus") == 0) corpus = v;
+    else if (std::strcmp(argv[i], "--batch") == 0) batch = static_cast<std::size_t>(std::atol(v));
+    else if (std::strcmp(argv[i], "--stiefel-lr") == 0) stiefel_lr = std::atof(v);
+    else if (std::strcmp(argv[i], "--seeds") == 0) seeds = std::atoi(v);
+    else if (std::strcmp(argv[i], "--ratios") == 0) {
+      if (!parse_list(v, &ratios)) return usage();
+      for (std::size_t q : ratios)
+        if (q > d || d % q != 0) {
+          std::fprintf(stderr, "zipccl_pipeline_subspace: --ratios: each must divide d = %zu\n", d);
+          return 2;
+        }
+    } else if (std::strcmp(argv[i], "--vq") == 0) {
+      std::vector<std::size_t> q;
+      if (!parse_list(v, &q) || q.size() != 4 || q[2] < 2 || q[2] > 65536) return usage();
+      vq_sub = q[0], vq_rounds = q[1], vq_codewords = q[2], vq_slice = q[3];
+    } else if (std::strcmp(argv[i], "--rows") == 0) {
+      rows.clear();
+      for (std::string list = v; !list.empty();) {
+        const std::size_t c = list.find(',');
+        const std::string w = list.substr(0, c);
+        list = c == std::string::npos ? "" : list.substr(c + 1);
+        if (w == "fixed") rows.push_back(boundary::fixed);
+        else if (w == "mapl") rows.push_back(boundary::mapl);
+        else if (w == "vq") rows.push_back(boundary::mapl_vq);
+        else return usage();
+      }
+    } else {
+      return usage();
     }
   }
-  if (steps < 1 || batch < 1 || batch > 65536 || !(stiefel_lr > 0 && stiefel_lr < 1)) {
-    std::fprintf(stderr, "zipccl_pipeline_subspace: --steps, --batch and --stiefel-lr must be positive (lr < 1)\n");
+  if (steps < 1 || batch < 1 || batch > 65536 || !(stiefel_lr > 0 && stiefel_lr < 1) || seeds < 1 || seeds > 100) {
+    std::fprintf(stderr, "zipccl_pipeline_subspace: --steps, --batch, --seeds and --stiefel-lr must be positive "
+                         "(lr < 1, seeds <= 100)\n");
     return 2;
   }
+  for (std::size_t q : ratios)
+    if (d / q % vq_sub != 0 && std::find(rows.begin(), rows.end(), boundary::mapl_vq) != rows.end()) {
+      std::fprintf(stderr, "zipccl_pipeline_subspace: --vq: the group width %zu must divide r = %zu\n", vq_sub, d / q);
+      return 2;
+    }
 #if defined(OPENBLAS_VERSION)
   openblas_set_num_threads(1);
 #endif
@@ -358,20 +423,32 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::size_t split = text.size() * 9 / 10;
-  std::printf("next-byte prediction on %s (%zu bytes: %zu train, %zu validation), %d steps of %zu\n\n",
-              corpus.c_str(), text.size(), split, text.size() - split, steps, batch);
-  std::printf("| boundary | compression | validation loss | vs uncompressed | boundary bytes | wall s |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|\n");
-  const result base = train(text, split, boundary::none, 0, steps);
-  std::printf("| %s | 1x | %.4f | 1.000 | %.1f MB | %.1f |\n", name_of(boundary::none), base.val_loss, base.bytes / 1e6,
-              base.seconds);
-  std::fflush(stdout);
-  for (boundary how : {boundary::fixed, boundary::mapl, boundary::mapl_vq})
-    for (std::size_t ratio : {4, 8, 16}) {
-      const result r = train(text, split, how, d / ratio, steps);
-      std::printf("| %s | %zux | %.4f | %.3f | %.1f MB | %.1f |\n", name_of(how), ratio, r.val_loss,
-                  r.val_loss / base.val_loss, r.bytes / 1e6, r.seconds);
-      std::fflush(stdout);
+  std::printf("next-byte prediction on %s (%zu bytes: %zu train, %zu validation), %d steps of %zu, %d seed%s\n\n",
+              corpus.c_str(), text.size(), split, text.size() - split, steps, batch, seeds, seeds > 1 ? "s" : "");
+  if (seeds > 1)
+    std::printf("(mean over seeds; \"vs uncompressed\" is the mean of each seed's ratio to its own uncompressed run, "
+                "with the lowest and highest in brackets)\n\n");
+  std::printf("| boundary | r | activation compression | validation loss | vs uncompressed | boundary bytes | wall s |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  std::vector<result> base;
+  auto row = [&](boundary how, std::size_t r) {
+    double loss = 0, ratio = 0, lo = 1e30, hi = 0, secs = 0;
+    std::uint64_t bytes = 0;
+    for (int k = 0; k < seeds; ++k) {
+      const result x = train(text, split, how, r, steps, static_cast<unsigned>(k));
+      if (how == boundary::none) base.push_back(x);
+      const double q = x.val_loss / base[static_cast<std::size_t>(k)].val_loss;
+      loss += x.val_loss / seeds, ratio += q / seeds, secs += x.seconds / seeds, bytes = x.bytes;
+      lo = std::min(lo, q), hi = std::max(hi, q);
     }
+    std::printf("| %s | %s | %.1fx | %.4f | %.3f", name_of(how), how == boundary::none ? "-" : std::to_string(r).c_str(),
+                compression(how, r), loss, ratio);
+    if (seeds > 1) std::printf(" [%.3f, %.3f]", lo, hi);
+    std::printf(" | %.1f MB | %.1f |\n", bytes / 1e6, secs);
+    std::fflush(stdout);
+  };
+  row(boundary::none, d);
+  for (boundary how : rows)
+    for (std::size_t q : ratios) row(how, d / q);
   return 0;
 }
