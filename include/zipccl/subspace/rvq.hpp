@@ -23,21 +23,10 @@
 
 #include "../error.hpp"
 #include "anchor.hpp"
+#include "rvq_shape.hpp"
 #include "stiefel.hpp"
 
 namespace zipccl::subspace {
-
-struct rvq_shape {
-  std::size_t dim = 0, groups = 1, rounds = 1, codewords = 256;
-  std::size_t sub() const { return groups ? dim / groups : 0; }
-  std::size_t words() const { return groups * rounds * codewords; }
-  bool valid() const {
-    return dim > 0 && groups > 0 && rounds > 0 && codewords > 1 && codewords <= 65536 && dim % groups == 0;
-  }
-  bool operator==(const rvq_shape& o) const {
-    return dim == o.dim && groups == o.groups && rounds == o.rounds && codewords == o.codewords;
-  }
-};
 
 // One set of codebooks, groups x rounds x codewords words of sub() numbers.
 template <class T>
@@ -74,9 +63,7 @@ class rvq_book {
           std::size_t best = 0;
           double best_d = std::numeric_limits<double>::infinity();
           for (std::size_t k = 0; k < K; ++k) {
-            const T* w = word(g, q, k);
-            double dist = 0;
-            for (std::size_t j = 0; j < S; ++j) dist += (static_cast<double>(res[j]) - w[j]) * (res[j] - w[j]);
+            const double dist = detail::rvq_distance(res.data(), word(g, q, k), S);
             if (dist < best_d) {
               best_d = dist;
               best = k;

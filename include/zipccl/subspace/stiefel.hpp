@@ -20,6 +20,7 @@
 
 #include "../error.hpp"
 #include "detail/blas.hpp"
+#include "stiefel_options.hpp"
 
 namespace zipccl::subspace {
 
@@ -127,15 +128,6 @@ status qr_retract(matrix<T>* x) {
   }
   return status::success;
 }
-
-enum class retraction { polar, qr };
-
-struct stiefel_options {
-  double lr = 1e-2;
-  double momentum = 0.9;
-  retraction retract = retraction::polar;
-  int direction_iters = 30;  // Newton-Schulz iterations for the step direction's polar factor
-};
 
 // Heavy-ball momentum on St(d, r). step() takes the Euclidean gradient of the loss at A.
 template <class T>

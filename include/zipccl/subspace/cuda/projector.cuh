@@ -1,0 +1,212 @@
+// zipccl: the subspace codec's forward and backward passes on the GPU, stream-ordered, the same
+// maths as the host (projector.hpp) for one micro-batch of n tokens:
+//
+//   encode()           z     = (x - E[tok] P) A  = x A - E[tok] (P A)
+//   decode()           x_hat = z A^T + E[tok] P
+//   decode_backward()  dz    = d_xhat A;   da += d_xhat^T z;   de[tok] += d_xhat P^T
+//   encode_backward()  dx    = dz A^T;     da += x^T dz - P^T (E[tok]^T dz);   de[tok] -= dx P^T
+//
+// All pointers are device memory; matrices are row-major views; `tok` holds n int32 token ids.
+// Two-phase temp storage as in CUB: with temp == nullptr a call only writes temp_bytes.
+//
+//   std::size_t bytes = 0;
+//   zipccl::subspace::cuda::encode<float>(nullptr, bytes, x, tok, a, anchor, z, status_dev, blas, stream);
+//   ... allocate bytes ...
+//   zipccl::subspace::cuda::encode<float>(temp, bytes, x, tok, a, anchor, z, status_dev, blas, stream);
+//
+// The return value reports argument errors (shapes, null pointers) and launch/cuBLAS errors. What
+// only the data can show, a token id outside [0, V), goes to *status_dev (device memory; the call
+// clears it first): invalid_argument, with that token's anchor row taken as zero and its gradient
+// row skipped, and no access outside the given buffers. The anchor's gradient rows are added with
+// atomics, so their low bits may differ from run to run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "blas.cuh"
+#include "detail/kernels.cuh"
+
+namespace zipccl::subspace::cuda {
+
+// The anchor on the device: E (vocab x rank, trainable) and P (rank x dim, fixed by the seed), the
+// same values as a host anchor_table's table() and basis(). A default-constructed one is "no anchor".
+template <class T>
+struct anchor_view {
+  const T* table = nullptr;
+  const T* basis = nullptr;
+  std::size_t vocab = 0, dim = 0, rank = 0;
+  bool empty() const { return table == nullptr; }
+};
+
+namespace detail {
+
+template <class T>
+bool anchor_ok(const anchor_view<T>& anc, std::size_t d, std::size_t r, const std::int32_t* tok, std::size_t n) {
+  if (anc.empty()) return true;
+  return anc.basis != nullptr && anc.vocab > 0 && anc.dim == d && anc.rank == r && (tok != nullptr || n == 0);
+}
+
+// A is d x r with 0 < r <= d.
+template <class T>
+bool projector_ok(view<const T> a) {
+  return a.data != nullptr && a.cols > 0 && a.cols <= a.rows;
+}
+
+template <class T>
+status launched(status s) {
+  if (s != status::success) return s;
+  return check(cudaGetLastError());
+}
+
+inline status begin(cublasHandle_t blas, cudaStream_t stream, status* status_dev) {
+  const status s = check(cublasSetStream(blas, stream));
+  if (s != status::success) return s;
+  return check(cudaMemsetAsync(status_dev, 0, sizeof(status), stream));
+}
+
+// rows (n x r) = E[tok]
+template <class T>
+void gather(const anchor_view<T>& anc, const std::int32_t* tok, std::size_t n, T* rows, status* st,
+            cudaStream_t stream) {
+  gather_rows<T><<<blocks_for(n * anc.rank), threads, 0, stream>>>(tok, n, anc.table, anc.vocab, anc.rank, rows, st);
+}
+
+// de[tok] += scale * g P^T (g: n x d), through gp (n x r) of temp storage
+template <class T>
+status scatter(const anchor_view<T>& anc, const std::int32_t* tok, std::size_t n, const T* g, T scale, T* gp, T* de,
+               status* st, cublasHandle_t blas, cudaStream_t stream) {
+  const std::size_t d = anc.dim, r = anc.rank;
+  const status s = gemm<T>(blas, false, true, n, r, d, T(1), g, d, anc.basis, d, T(0), gp, r);
+  if (s != status::success) return s;
+  scatter_add_rows<T><<<blocks_for(n * r), threads, 0, stream>>>(tok, n, gp, scale, de, anc.vocab, r, st);
+  return check(cudaGetLastError());
+}
+
+}  // namespace detail
+
+// z (n x r) = (x - anchor[tok]) A; x: n x d, A: d x r.
+template <class T>
+status encode(void* temp, std::size_t& temp_bytes, view<const T> x, const std::int32_t* tok, view<const T> a,
+              const anchor_view<T>& anc, view<T> z, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+  const std::size_t n = x.rows, d = a.rows, r = a.cols;
+  detail::carver c(temp);
+  T* pa = anc.empty() ? nullptr : c.template take<T>(r * r);
+  T* rows = anc.empty() ? nullptr : c.template take<T>(n * r);
+  if (temp == nullptr) {
+    temp_bytes = c.bytes();
+    return status::success;
+  }
+  if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !x.ok() || !z.ok() || x.cols != d || z.rows != n ||
+      z.cols != r || status_dev == nullptr || blas == nullptr || !detail::anchor_ok(anc, d, r, tok, n))
+    return status::invalid_argument;
+  status s = detail::begin(blas, stream, status_dev);
+  if (s == status::success) s = detail::gemm<T>(blas, false, false, n, r, d, T(1), x.data, d, a.data, r, T(0), z.data, r);
+  if (s != status::success || anc.empty() || n == 0) return s;
+  s = detail::gemm<T>(blas, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);  // P A
+  if (s != status::success) return s;
+  detail::gather(anc, tok, n, rows, status_dev, stream);
+  s = detail::launched<T>(s);
+  if (s != status::success) return s;
+  return detail::gemm<T>(blas, false, false, n, r, r, T(-1), rows, r, pa, r, T(1), z.data, r);
+}
+
+// x_hat (n x d) = z A^T + anchor[tok].
+template <class T>
+status decode(void* temp, std::size_t& temp_bytes, view<const T> z, const std::int32_t* tok, view<const T> a,
+              const anchor_view<T>& anc, view<T> x_hat, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+  const std::size_t n = z.rows, d = a.rows, r = a.cols;
+  detail::carver c(temp);
+  T* rows = anc.empty() ? nullptr : c.template take<T>(n * r);
+  if (temp == nullptr) {
+    temp_bytes = c.bytes();
+    return status::success;
+  }
+  if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !z.ok() || !x_hat.ok() || z.cols != r ||
+      x_hat.rows != n || x_hat.cols != d || status_dev == nullptr || blas == nullptr ||
+      !detail::anchor_ok(anc, d, r, tok, n))
+    return status::invalid_argument;
+  status s = detail::begin(blas, stream, status_dev);
+  if (s != status::success) return s;
+  T beta = T(0);
+  if (!anc.empty() && n != 0) {
+    detail::gather(anc, tok, n, rows, status_dev, stream);
+    s = detail::launched<T>(s);
+    if (s == status::success)
+      s = detail::gemm<T>(blas, false, false, n, d, r, T(1), rows, r, anc.basis, d, T(0), x_hat.data, d);
+    if (s != status::success) return s;
+    beta = T(1);
+  }
+  return detail::gemm<T>(blas, false, true, n, d, r, T(1), z.data, r, a.data, r, beta, x_hat.data, d);
+}
+
+// The receiver's backward pass: dz = d_xhat A; da += d_xhat^T z (if da.data); de[tok] += d_xhat P^T
+// (if de and an anchor). da is d x r, de is vocab x r; both accumulate.
+template <class T>
+status decode_backward(void* temp, std::size_t& temp_bytes, view<const T> z, const std::int32_t* tok,
+                       view<const T> a, const anchor_view<T>& anc, view<const T> d_xhat, view<T> dz, view<T> da,
+                       view<T> de, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+  const std::size_t n = z.rows, d = a.rows, r = a.cols;
+  const bool want_de = !anc.empty() && de.data != nullptr;
+  detail::carver c(temp);
+  T* gp = want_de ? c.template take<T>(n * r) : nullptr;
+  if (temp == nullptr) {
+    temp_bytes = c.bytes();
+    return status::success;
+  }
+  if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !z.ok() || !d_xhat.ok() || !dz.ok() || z.cols != r ||
+      d_xhat.rows != n || d_xhat.cols != d || dz.rows != n || dz.cols != r ||
+      (da.data != nullptr && (da.rows != d || da.cols != r)) ||
+      (want_de && (de.rows != anc.vocab || de.cols != r)) || status_dev == nullptr || blas == nullptr ||
+      !detail::anchor_ok(anc, d, r, tok, n))
+    return status::invalid_argument;
+  status s = detail::begin(blas, stream, status_dev);
+  if (s == status::success) s = detail::gemm<T>(blas, false, false, n, r, d, T(1), d_xhat.data, d, a.data, r, T(0), dz.data, r);
+  if (s == status::success && da.data != nullptr && n != 0)
+    s = detail::gemm<T>(blas, true, false, d, r, n, T(1), d_xhat.data, d, z.data, r, T(1), da.data, r);
+  if (s == status::success && want_de && n != 0)
+    s = detail::scatter(anc, tok, n, d_xhat.data, T(1), gp, de.data, status_dev, blas, stream);
+  return s;
+}
+
+// The sender's backward pass: dx = dz A^T; da += (x - anchor[tok])^T dz (if da.data);
+// de[tok] -= dx P^T (if de and an anchor).
+template <class T>
+status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, const std::int32_t* tok,
+                       view<const T> a, const anchor_view<T>& anc, view<const T> dz, view<T> dx, view<T> da,
+                       view<T> de, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+  const std::size_t n = x.rows, d = a.rows, r = a.cols;
+  const bool want_de = !anc.empty() && de.data != nullptr, want_da = da.data != nullptr;
+  detail::carver c(temp);
+  T* rows = !anc.empty() && want_da ? c.template take<T>(n * r) : nullptr;
+  T* w = !anc.empty() && want_da ? c.template take<T>(r * r) : nullptr;
+  T* gp = want_de ? c.template take<T>(n * r) : nullptr;
+  if (temp == nullptr) {
+    temp_bytes = c.bytes();
+    return status::success;
+  }
+  if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !x.ok() || !dz.ok() || !dx.ok() || x.cols != d ||
+      dz.rows != n || dz.cols != r || dx.rows != n || dx.cols != d ||
+      (want_da && (da.rows != d || da.cols != r)) || (want_de && (de.rows != anc.vocab || de.cols != r)) ||
+      status_dev == nullptr || blas == nullptr || !detail::anchor_ok(anc, d, r, tok, n))
+    return status::invalid_argument;
+  status s = detail::begin(blas, stream, status_dev);
+  if (s == status::success) s = detail::gemm<T>(blas, false, true, n, d, r, T(1), dz.data, r, a.data, r, T(0), dx.data, d);
+  if (s != status::success || n == 0) return s;
+  if (want_da) {
+    s = detail::gemm<T>(blas, true, false, d, r, n, T(1), x.data, d, dz.data, r, T(1), da.data, r);
+    if (s == status::success && !anc.empty()) {
+      detail::gather(anc, tok, n, rows, status_dev, stream);
+      s = detail::launched<T>(s);
+      if (s == status::success)  // W = E[tok]^T dz (r x r), then da -= P^T W
+        s = detail::gemm<T>(blas, true, false, r, r, n, T(1), rows, r, dz.data, r, T(0), w, r);
+      if (s == status::success)
+        s = detail::gemm<T>(blas, true, false, d, r, r, T(-1), anc.basis, d, w, r, T(1), da.data, r);
+    }
+    if (s != status::success) return s;
+  }
+  if (want_de) s = detail::scatter(anc, tok, n, dx.data, T(-1), gp, de.data, status_dev, blas, stream);
+  return s;
+}
+
+}  // namespace zipccl::subspace::cuda
