@@ -9,7 +9,8 @@
 #
 # The lent machine cannot install packages. Before the call, on the development machine, run
 #   scripts/gpu-check.sh --prepare
-# which copies Catch2 and Google Benchmark into .gpu-deps/ (git-ignored); carry that folder.
+# which copies Catch2, Google Benchmark and OpenBLAS (the host reference of the device subspace
+# tests) into .gpu-deps/ (git-ignored); carry that folder.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,11 @@ if [ "${1:-}" = "--prepare" ]; then
   cp -a /usr/lib/libCatch2WithMain.a .gpu-deps/lib/
   cp -a /usr/lib/x86_64-linux-gnu/libbenchmark.so* /usr/lib/x86_64-linux-gnu/libbenchmark_main.a \
     .gpu-deps/lib/x86_64-linux-gnu/
+  # OpenBLAS with the Fortran runtime it needs (the files behind Debian's alternatives links)
+  cp -L /usr/include/x86_64-linux-gnu/cblas.h /usr/include/x86_64-linux-gnu/openblas_config.h .gpu-deps/include/
+  cp -L /usr/lib/x86_64-linux-gnu/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libgfortran.so.5 \
+    /usr/lib/x86_64-linux-gnu/libquadmath.so.0 .gpu-deps/lib/x86_64-linux-gnu/
+  ln -s libopenblas.so.0 .gpu-deps/lib/x86_64-linux-gnu/libopenblas.so
   du -sh .gpu-deps
   exit 0
 fi
@@ -44,11 +50,14 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITE
   -DZIPCCL_BUILD_EXAMPLES=OFF -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
   { tail -20 "$out/configure.log"; echo "gpu-check: configure failed"; exit 1; }
 targets=(test_cuda_codec test_cuda_chunk_codec)
+# the device subspace tests compare with the host codec, which needs a CBLAS
+grep -q "no BLAS found" "$out/configure.log" || targets+=(test_cuda_subspace)
 cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | head -20; echo "gpu-check: build failed"; exit 1; }
 note "build (sm_$arch)|ok|$(elapsed)"
 bench_built=0
-cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec >>"$out/build.log" 2>&1 && bench_built=1
+cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec bench_cuda_subspace >>"$out/build.log" 2>&1 &&
+  bench_built=1
 
 # gpu-labelled tests (the 1 GiB case included)
 if (cd build-gpu && ctest -L gpu --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1); then
@@ -67,11 +76,23 @@ for tool in memcheck racecheck; do
     note "compute-sanitizer $tool|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool.log" | tail -1)"
   fi
 done
+# the subspace codec's small error case (bad token ids must not reach outside the buffers)
+if [ -x build-gpu/bin/test_cuda_subspace ]; then
+  if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/test_cuda_subspace \
+      "device projector: bad shapes, token ids and temp sizes are errors" >"$out/sanitizer-subspace.log" 2>&1; then
+    note "memcheck (subspace)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-subspace.log" | tail -1)"
+  else
+    note "memcheck (subspace)|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-subspace.log" | tail -1)"
+  fi
+fi
 
 # benchmarks
 if [ $bench_built = 1 ]; then
   timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
     >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
+  timeout 120 build-gpu/bin/bench_cuda_subspace --benchmark_counters_tabular=true \
+    --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$out/bench_subspace.log" 2>&1 &&
+    note "subspace benchmarks|ran|bench_subspace.log" || note "subspace benchmarks|FAIL|see bench_subspace.log"
 else
   note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
 fi
@@ -93,3 +114,4 @@ for r in rows:
           "%.2f" % r["of_copy"] if "of_copy" in r else "", "%.3f" % r["ratio"] if "ratio" in r else ""))
 PY
 fi
+[ -f "$out/bench_subspace.log" ] && { echo; grep -E "^(bm_|Benchmark|-)" "$out/bench_subspace.log" | head -24; }
