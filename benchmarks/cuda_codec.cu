@@ -16,37 +16,15 @@
 
 #include <zipccl/cuda/codec.cuh>
 
+#include "cuda_timing.cuh"
 #include "support/test_data.hpp"
 
 namespace {
 
 using tuning = zipccl::cuda::default_tuning;
 
-struct device_mem {
-  void* p = nullptr;
-  explicit device_mem(std::size_t n) {
-    if (cudaMalloc(&p, n) != cudaSuccess) p = nullptr;
-  }
-  ~device_mem() { cudaFree(p); }
-};
-
-// Median-free simple timing: CUDA events around `reps` launches after one warm-up.
-template <class F>
-double time_ms(F&& f, int reps) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  f();
-  cudaEventRecord(a);
-  for (int i = 0; i < reps; ++i) f();
-  cudaEventRecord(b);
-  cudaEventSynchronize(b);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms / reps;
-}
+using zipccl::bench::device_mem;
+using zipccl::bench::time_ms;
 
 std::map<std::size_t, double> copy_rate;  // bytes of input per second of a D2D copy
 

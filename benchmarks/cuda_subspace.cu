@@ -20,6 +20,8 @@
 #include <zipccl/subspace/cuda/rvq.cuh>
 #include <zipccl/subspace/cuda/stiefel.cuh>
 
+#include "cuda_timing.cuh"
+
 namespace sc = zipccl::subspace::cuda;
 using zipccl::status;
 
@@ -27,14 +29,8 @@ namespace {
 
 constexpr std::size_t d = 4096, tokens = 8192, vocab = 32000;
 
-struct device_mem {
-  void* p = nullptr;
-  explicit device_mem(std::size_t bytes) {
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) p = nullptr;
-  }
-  ~device_mem() { cudaFree(p); }
-  float* f() const { return static_cast<float*>(p); }
-};
+using zipccl::bench::device_mem;
+using zipccl::bench::time_ms;
 
 // Gaussian values (scaled) generated on the host once and copied.
 void fill(float* dst, std::size_t n, std::uint64_t seed, double scale) {
@@ -43,23 +39,6 @@ void fill(float* dst, std::size_t n, std::uint64_t seed, double scale) {
   std::vector<float> h(n);
   for (float& v : h) v = nd(rng);
   cudaMemcpy(dst, h.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-}
-
-template <class F>
-double time_ms(F&& f, int reps) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  f();
-  cudaEventRecord(a);
-  for (int i = 0; i < reps; ++i) f();
-  cudaEventRecord(b);
-  cudaEventSynchronize(b);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms / reps;
 }
 
 double copy_ms = 0;  // one device-to-device copy of x (tokens x d floats)
