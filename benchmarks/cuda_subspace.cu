@@ -2,7 +2,8 @@
 // residual VQ (search and decode), in tokens per second, for a micro-batch of 8192 tokens at
 // d = 4096 and r = d/4, d/8, d/16 (fp32, vocabulary 32,000), timed with CUDA events, beside a
 // device-to-device copy of the micro-batch's activations (`of_copy`: the copy's time over the
-// operation's, so 1.0 means as fast as moving x once). Needs a GPU; no CBLAS.
+// operation's, so 1.0 means as fast as moving x once). The GEMM-bound operations run twice: with
+// cuBLAS's default fp32 products and with TF32 tensor cores (tf32:1). Needs a GPU; no CBLAS.
 //
 //   build/bin/bench_cuda_subspace --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -51,10 +52,12 @@ struct setup {
   std::size_t temp_bytes = 0;
   cublasHandle_t blas = nullptr;
   sc::anchor_view<float> anc;
-  explicit setup(std::size_t rank)
+  // tf32: let cuBLAS use TF32 tensor cores for the fp32 products (the caller's choice, on its handle)
+  explicit setup(std::size_t rank, bool tf32 = false)
       : r(rank), a(d * rank * 4), z(tokens * rank * 4), table(vocab * rank * 4), basis(rank * d * 4), da(d * rank * 4),
         de(vocab * rank * 4), dz(tokens * rank * 4) {
     cublasCreate(&blas);
+    if (tf32) cublasSetMathMode(blas, CUBLAS_TF32_TENSOR_OP_MATH);
     fill(x.f(), tokens * d, 1, 1.0);
     fill(a.f(), d * r, 2, 1.0 / std::sqrt(static_cast<double>(d)));
     fill(table.f(), vocab * r, 3, 0.1);
@@ -98,7 +101,7 @@ void bm_copy(benchmark::State& state) {
 }
 
 void bm_encode(benchmark::State& state) {
-  setup s(d / static_cast<std::size_t>(state.range(0)));
+  setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto* tok = static_cast<const std::int32_t*>(s.tok.p);
   auto* st = static_cast<status*>(s.st.p);
   void* t = s.temp_for([&](std::size_t& b) {
@@ -117,7 +120,7 @@ void bm_encode(benchmark::State& state) {
 }
 
 void bm_decode(benchmark::State& state) {
-  setup s(d / static_cast<std::size_t>(state.range(0)));
+  setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto* tok = static_cast<const std::int32_t*>(s.tok.p);
   auto* st = static_cast<status*>(s.st.p);
   void* t = s.temp_for([&](std::size_t& b) {
@@ -136,7 +139,7 @@ void bm_decode(benchmark::State& state) {
 }
 
 void bm_backward(benchmark::State& state) {  // both sides: decode_backward then encode_backward
-  setup s(d / static_cast<std::size_t>(state.range(0)));
+  setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto* tok = static_cast<const std::int32_t*>(s.tok.p);
   auto* st = static_cast<status*>(s.st.p);
   auto run = [&](void* t, std::size_t& b) {
@@ -157,7 +160,7 @@ void bm_backward(benchmark::State& state) {  // both sides: decode_backward then
 }
 
 void bm_optimizer_step(benchmark::State& state) {  // one step per micro-batch
-  setup s(d / static_cast<std::size_t>(state.range(0)));
+  setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   sc::stiefel_optimizer<float> opt(d, s.r);
   auto* st = static_cast<status*>(s.st.p);
   double ms = 0;
@@ -171,7 +174,7 @@ void bm_optimizer_step(benchmark::State& state) {  // one step per micro-batch
 zipccl::subspace::rvq_shape vq_shape(std::size_t r) { return {r, r / 4, 4, 256}; }
 
 void bm_rvq_encode(benchmark::State& state) {
-  setup s(d / static_cast<std::size_t>(state.range(0)));
+  setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto shape = vq_shape(s.r);
   device_mem words(shape.words() * shape.sub() * 4), idx(tokens * shape.groups * shape.rounds * 2);
   fill(words.f(), shape.words() * shape.sub(), 6, 0.05);
@@ -188,7 +191,7 @@ void bm_rvq_encode(benchmark::State& state) {
 }
 
 void bm_rvq_decode(benchmark::State& state) {
-  setup s(d / static_cast<std::size_t>(state.range(0)));
+  setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto shape = vq_shape(s.r);
   device_mem words(shape.words() * shape.sub() * 4), idx(tokens * shape.groups * shape.rounds * 2);
   fill(words.f(), shape.words() * shape.sub(), 6, 0.05);
@@ -212,11 +215,15 @@ bool have_gpu() {
 }  // namespace
 
 BENCHMARK(bm_copy)->UseManualTime()->Iterations(3);
-#define ZIPCCL_RATIOS(f) BENCHMARK(f)->Arg(4)->Arg(8)->Arg(16)->UseManualTime()->Iterations(3)
-ZIPCCL_RATIOS(bm_encode);
-ZIPCCL_RATIOS(bm_decode);
-ZIPCCL_RATIOS(bm_backward);
-ZIPCCL_RATIOS(bm_optimizer_step);
+// args: d / r, and 1 for TF32 products (the GEMM-bound operations only)
+#define ZIPCCL_RATIOS(f) \
+  BENCHMARK(f)->ArgNames({"ratio", "tf32"})->ArgsProduct({{4, 8, 16}, {0}})->UseManualTime()->Iterations(3)
+#define ZIPCCL_RATIOS_TF32(f) \
+  BENCHMARK(f)->ArgNames({"ratio", "tf32"})->ArgsProduct({{4, 8, 16}, {0, 1}})->UseManualTime()->Iterations(3)
+ZIPCCL_RATIOS_TF32(bm_encode);
+ZIPCCL_RATIOS_TF32(bm_decode);
+ZIPCCL_RATIOS_TF32(bm_backward);
+ZIPCCL_RATIOS_TF32(bm_optimizer_step);
 ZIPCCL_RATIOS(bm_rvq_encode);
 ZIPCCL_RATIOS(bm_rvq_decode);
 
