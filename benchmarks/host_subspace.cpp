@@ -75,9 +75,12 @@ void bm_optimizer_step(benchmark::State& state) {  // one step per micro-batch
   for (auto _ : state) benchmark::DoNotOptimize(opt.step(&s.a, g));
   per_token(state);
 }
-void bm_rvq_encode(benchmark::State& state) {  // 4 groups, 2 rounds, 256 codewords, trained a little
+// residual VQ, trained a little: range(1) groups (0: groups of 4 numbers, as the training
+// example), range(2) rounds, 256 codewords
+void bm_rvq_encode(benchmark::State& state) {
   setup s(d / static_cast<std::size_t>(state.range(0)));
-  rvq_learner<float> vq(rvq_shape{s.r, 4, 2, 256}, {});
+  const std::size_t groups = state.range(1) ? static_cast<std::size_t>(state.range(1)) : s.r / 4;
+  rvq_learner<float> vq(rvq_shape{s.r, groups, static_cast<std::size_t>(state.range(2)), 256}, {});
   vq.learn(s.z);
   for (int i = 0; i < 64; ++i) vq.next_sync();
   std::vector<std::uint16_t> idx;
@@ -91,7 +94,7 @@ BENCHMARK(bm_encode)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_decode)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_backward)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_optimizer_step)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_rvq_encode)->Arg(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_rvq_encode)->Args({8, 4, 2})->Args({8, 0, 4})->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
 #if defined(OPENBLAS_VERSION)
