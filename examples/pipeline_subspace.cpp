@@ -3,18 +3,21 @@
 //
 //   stage 1 (rank 0): 8 context bytes -> embeddings (8 x 16) -> h1 = relu(W1 e + b1)
 //                     -> h = h1 + relu(W2 h1 + b2)
-//   boundary:         h (d = 128 per token) forward, dL/dh back, through subspace::sender /
+//   boundary:         h (d = 128 per token, --dim) forward, dL/dh back, through subspace::sender /
 //                     receiver over a transport::local world of two ranks (threads)
 //   stage 2 (rank 1): g = relu(W3 h + b3) -> logits = W4 g + b4 -> cross-entropy with the next byte
 //
 // Boundary variants: uncompressed (h and dL/dh as bf16); a fixed random projection (A fixed, no
 // anchor); MAPL (A learned on the Stiefel manifold from the task's gradient, the receiver's share
 // of dL/dA sent back each step and the new A forward, a per-token anchor E P on the current byte);
-// MAPL + residual VQ of z (4 groups x 2 rounds x 64 codewords, straight-through gradient), each at
-// r = d/4, d/8, d/16. "boundary bytes" is what the transport counted in both directions over the
-// training steps (the validation pass is not counted).
+// MAPL + residual VQ of z (groups of 4 numbers, 4 rounds of 256 codewords, 64 codewords synced a
+// step, straight-through gradient; --vq), each at r = d/4, d/8, d/16 (--ratios). "boundary bytes"
+// is what the transport counted in both directions over the training steps (the validation pass
+// is not counted). With --seeds N every row is trained N times (model initialisation, data order
+// and codec seed) and each seed's loss is compared with the same seed's uncompressed run.
 //
-//   build/bin/zipccl_pipeline_subspace [--steps N] [--batch N] [--stiefel-lr L] [--corpus DIR]
+//   build/bin/zipccl_pipeline_subspace [--steps N] [--batch N] [--stiefel-lr L] [--corpus DIR] [--dim D]
+//       [--rows fixed,mapl,vq] [--ratios 4,8,16] [--vq SUB,ROUNDS,CODEWORDS,SLICE] [--seeds N]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,7 +43,8 @@ using zipccl::status;
 
 namespace {
 
-constexpr std::size_t ctx = 8, emb = 16, d = 128, vocab = 256;
+constexpr std::size_t ctx = 8, emb = 16, vocab = 256;
+std::size_t d = 128;       // the boundary's width (--dim)
 std::size_t batch = 512;  // tokens per micro-batch
 double stiefel_lr = 1e-2;  // the Stiefel step size of A (docs/BENCHMARKS.md has a sweep)
 // residual VQ of z: groups of `vq_sub` numbers, `vq_rounds` rounds of `vq_codewords` words, and
@@ -349,7 +353,7 @@ bool parse_list(const char* s, std::vector<std::size_t>* out) {
 int usage() {
   std::fprintf(stderr,
                "usage: zipccl_pipeline_subspace [--steps N] [--batch N] [--stiefel-lr L] [--corpus DIR]\n"
-               "         [--rows fixed,mapl,vq] [--ratios 4,8,16] [--vq SUB,ROUNDS,CODEWORDS,SLICE] [--seeds N]\n");
+               "         [--rows fixed,mapl,vq] [--ratios 4,8,16] [--vq SUB,ROUNDS,CODEWORDS,SLICE] [--seeds N] [--dim D]\n");
   return 2;
 }
 
@@ -368,13 +372,9 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--batch") == 0) batch = static_cast<std::size_t>(std::atol(v));
     else if (std::strcmp(argv[i], "--stiefel-lr") == 0) stiefel_lr = std::atof(v);
     else if (std::strcmp(argv[i], "--seeds") == 0) seeds = std::atoi(v);
+    else if (std::strcmp(argv[i], "--dim") == 0) d = static_cast<std::size_t>(std::atol(v));
     else if (std::strcmp(argv[i], "--ratios") == 0) {
       if (!parse_list(v, &ratios)) return usage();
-      for (std::size_t q : ratios)
-        if (q > d || d % q != 0) {
-          std::fprintf(stderr, "zipccl_pipeline_subspace: --ratios: each must divide d = %zu\n", d);
-          return 2;
-        }
     } else if (std::strcmp(argv[i], "--vq") == 0) {
       std::vector<std::size_t> q;
       if (!parse_list(v, &q) || q.size() != 4 || q[2] < 2 || q[2] > 65536) return usage();
@@ -399,6 +399,15 @@ int main(int argc, char** argv) {
                          "(lr < 1, seeds <= 100)\n");
     return 2;
   }
+  if (d < 16 || d > 4096) {
+    std::fprintf(stderr, "zipccl_pipeline_subspace: --dim must be in [16, 4096]\n");
+    return 2;
+  }
+  for (std::size_t q : ratios)
+    if (q > d || d % q != 0) {
+      std::fprintf(stderr, "zipccl_pipeline_subspace: --ratios: each must divide d = %zu\n", d);
+      return 2;
+    }
   for (std::size_t q : ratios)
     if (d / q % vq_sub != 0 && std::find(rows.begin(), rows.end(), boundary::mapl_vq) != rows.end()) {
       std::fprintf(stderr, "zipccl_pipeline_subspace: --vq: the group width %zu must divide r = %zu\n", vq_sub, d / q);
