@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "../error.hpp"
 #include "detail/blas.hpp"
@@ -60,31 +61,48 @@ class anchor_table {
   const matrix<T>& table() const { return e_; }
   const matrix<T>& basis() const { return p_; }  // P, r x d: fixed by the seed
 
-  // out (n x d) = E[tok] P; invalid_argument for a token id outside [0, V).
-  status gather(const std::int32_t* tok, std::size_t n, matrix<T>* out) const {
+  // out (n x r) = E[tok]; invalid_argument for a token id outside [0, V).
+  status rows(const std::int32_t* tok, std::size_t n, matrix<T>* out) const {
     if (out == nullptr || (tok == nullptr && n != 0)) return status::invalid_argument;
-    matrix<T> rows(n, r_);
+    matrix<T> e(n, r_);
     for (std::size_t t = 0; t < n; ++t) {
       if (tok[t] < 0 || static_cast<std::size_t>(tok[t]) >= vocab_) return status::invalid_argument;
-      for (std::size_t k = 0; k < r_; ++k) rows(t, k) = e_(static_cast<std::size_t>(tok[t]), k);
+      for (std::size_t k = 0; k < r_; ++k) e(t, k) = e_(static_cast<std::size_t>(tok[t]), k);
     }
+    *out = std::move(e);
+    return status::success;
+  }
+
+  // out (n x d) = E[tok] P; invalid_argument for a token id outside [0, V).
+  status gather(const std::int32_t* tok, std::size_t n, matrix<T>* out) const {
+    if (out == nullptr) return status::invalid_argument;
+    matrix<T> e;
+    const status s = rows(tok, n, &e);
+    if (s != status::success) return s;
     *out = matrix<T>(n, d_);
-    detail::gemm<T>(false, false, n, d_, r_, T(1), rows.data(), r_, p_.data(), d_, T(0), out->data(), d_);
+    detail::gemm<T>(false, false, n, d_, r_, T(1), e.data(), r_, p_.data(), d_, T(0), out->data(), d_);
+    return status::success;
+  }
+
+  // dE[tok[t]] += scale * g[t] for every t (g: n x r, gradients already in E's coordinates).
+  // Checks every id before it adds anything.
+  status scatter_rows(const std::int32_t* tok, std::size_t n, const matrix<T>& g, T scale, matrix<T>* de) const {
+    if (de == nullptr || de->rows != vocab_ || de->cols != r_ || g.rows != n || g.cols != r_ ||
+        (tok == nullptr && n != 0))
+      return status::invalid_argument;
+    for (std::size_t t = 0; t < n; ++t)
+      if (tok[t] < 0 || static_cast<std::size_t>(tok[t]) >= vocab_) return status::invalid_argument;
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t k = 0; k < r_; ++k) (*de)(static_cast<std::size_t>(tok[t]), k) += scale * g(t, k);
     return status::success;
   }
 
   // dE[tok[t]] += scale * g[t] P^T for every t (g: n x d; dE: V x r).
   status scatter_gradient(const std::int32_t* tok, std::size_t n, const matrix<T>& g, T scale, matrix<T>* de) const {
-    if (de == nullptr || de->rows != vocab_ || de->cols != r_ || g.rows != n || g.cols != d_ ||
-        (tok == nullptr && n != 0))
-      return status::invalid_argument;
+    if (g.rows != n || g.cols != d_) return status::invalid_argument;
     matrix<T> gp(n, r_);
     detail::gemm<T>(false, true, n, r_, d_, T(1), g.data(), d_, p_.data(), d_, T(0), gp.data(), r_);
-    for (std::size_t t = 0; t < n; ++t) {
-      if (tok[t] < 0 || static_cast<std::size_t>(tok[t]) >= vocab_) return status::invalid_argument;
-      for (std::size_t k = 0; k < r_; ++k) (*de)(static_cast<std::size_t>(tok[t]), k) += scale * gp(t, k);
-    }
-    return status::success;
+    return scatter_rows(tok, n, gp, scale, de);
   }
 
  private:

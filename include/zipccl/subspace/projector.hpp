@@ -1,12 +1,15 @@
 // zipccl: the subspace codec's forward and backward passes (host), for one micro-batch of n
 // tokens (rows), x a token's d-dim activation, A in St(d, r), anchor[tok] = E[tok] P:
 //
-//   sender     z     = (x - anchor[tok]) A                 encode()
+//   sender     z     = (x - anchor[tok]) A                 encode(), as x A - E[tok] (P A)
 //   receiver   x_hat = z A^T + anchor[tok]                  decode()
 //   receiver   dL/dz = (dL/dx_hat) A                        decode_backward(), which also adds
 //              dL/dA += (dL/dx_hat)^T z,  dL/dE[tok] += (dL/dx_hat) P^T
 //   sender     dL/dx = (dL/dz) A^T                          encode_backward(), which also adds
 //              dL/dA += (x - anchor[tok])^T (dL/dz),  dL/dE[tok] -= (dL/dz) A^T P^T
+//
+// The sender's side never forms the n x d anchor: (x - E[tok] P) A = x A - E[tok] (P A), and the
+// same r x r product P A serves both of its backward terms (the device executor does the same).
 //
 // Without an anchor (nullptr) the anchor terms are zero. The gradients of A and E accumulate
 // (+=) into the caller's matrices, so a caller adds both sides' contributions and then steps the
@@ -40,30 +43,35 @@ template <class T>
 bool shapes_ok(std::size_t d, const matrix<T>& a, const anchor_table<T>* anc) {
   return a.rows == d && a.cols <= d && a.cols > 0 && (anc == nullptr || anc->dim() == d);
 }
-// x minus the anchor of every row (n x d).
+// P A (r x r): the anchor basis seen through the projector, so that
+// (x - E[tok] P) A = x A - E[tok] (P A) without an n x d anchor.
 template <class T>
-status centred(const matrix<T>& x, const std::int32_t* tok, const anchor_table<T>* anc, matrix<T>* out) {
-  *out = x;
-  if (anc == nullptr) return status::success;
-  matrix<T> an;
-  const status s = anc->gather(tok, x.rows, &an);
-  if (s != status::success) return s;
-  for (std::size_t i = 0; i < out->v.size(); ++i) out->v[i] -= an.v[i];
-  return status::success;
+matrix<T> basis_times(const anchor_table<T>& anc, const matrix<T>& a) {
+  const std::size_t r = anc.rank(), d = anc.dim();
+  matrix<T> pa(r, a.cols);
+  gemm<T>(false, false, r, a.cols, d, T(1), anc.basis().data(), d, a.data(), a.cols, T(0), pa.data(), a.cols);
+  return pa;
 }
 }  // namespace detail
 
-// z (n x r) = (x - anchor[tok]) A.
+// z (n x r) = (x - anchor[tok]) A, computed as x A - E[tok] (P A).
 template <class T>
 status encode(const matrix<T>& x, const std::int32_t* tok, const matrix<T>& a, detail::anchor_ptr<T> anc,
               matrix<T>* z) {
   if (z == nullptr || x.cols != a.rows || !detail::shapes_ok(x.cols, a, anc)) return status::invalid_argument;
-  matrix<T> c;
-  const status s = detail::centred(x, tok, anc, &c);
-  if (s != status::success) return s;
-  *z = matrix<T>(x.rows, a.cols);
-  detail::gemm<T>(false, false, x.rows, a.cols, x.cols, T(1), c.data(), x.cols, a.data(), a.cols, T(0), z->data(),
-                  a.cols);
+  matrix<T> rows;
+  if (anc != nullptr) {
+    const status s = anc->rows(tok, x.rows, &rows);
+    if (s != status::success) return s;
+  }
+  const std::size_t n = x.rows, d = a.rows, r = a.cols;
+  matrix<T> out(n, r);
+  detail::gemm<T>(false, false, n, r, d, T(1), x.data(), d, a.data(), r, T(0), out.data(), r);
+  if (anc != nullptr) {
+    const matrix<T> pa = detail::basis_times(*anc, a);
+    detail::gemm<T>(false, false, n, r, r, T(-1), rows.data(), r, pa.data(), r, T(1), out.data(), r);
+  }
+  *z = std::move(out);
   return status::success;
 }
 
@@ -103,24 +111,36 @@ status decode_backward(const matrix<T>& z, const std::int32_t* tok, const matrix
   return status::success;
 }
 
-// The sender's backward pass: dx = dz A^T; da += (x - anchor)^T dz; de[tok] -= dz A^T P^T.
+// The sender's backward pass: dx = dz A^T; da += (x - anchor)^T dz = x^T dz - P^T (E[tok]^T dz);
+// de[tok] -= dz A^T P^T = dz (P A)^T.
 template <class T>
 status encode_backward(const matrix<T>& x, const std::int32_t* tok, const matrix<T>& a, detail::anchor_ptr<T> anc,
                        const matrix<T>& dz, matrix<T>* dx, detail::out_ptr<T> da, detail::out_ptr<T> de) {
   const std::size_t n = x.rows, d = a.rows, r = a.cols;
   if (dx == nullptr || x.cols != d || dz.rows != n || dz.cols != r || !detail::shapes_ok(d, a, anc) ||
-      (da != nullptr && (da->rows != d || da->cols != r)))
+      (da != nullptr && (da->rows != d || da->cols != r)) ||
+      (anc != nullptr && de != nullptr && (de->rows != anc->vocab() || de->cols != r)))
     return status::invalid_argument;
+  matrix<T> rows;  // E[tok], which also checks every id before anything is written
+  if (anc != nullptr) {
+    const status s = anc->rows(tok, n, &rows);
+    if (s != status::success) return s;
+  }
   matrix<T> out(n, d);
   detail::gemm<T>(false, true, n, d, r, T(1), dz.data(), r, a.data(), r, T(0), out.data(), d);
+  const matrix<T> pa = anc != nullptr ? detail::basis_times(*anc, a) : matrix<T>();
   if (da != nullptr) {
-    matrix<T> c;
-    const status s = detail::centred(x, tok, anc, &c);
-    if (s != status::success) return s;
-    detail::gemm<T>(true, false, d, r, n, T(1), c.data(), d, dz.data(), r, T(1), da->data(), r);
+    detail::gemm<T>(true, false, d, r, n, T(1), x.data(), d, dz.data(), r, T(1), da->data(), r);
+    if (anc != nullptr) {
+      matrix<T> w(r, r);  // E[tok]^T dz
+      detail::gemm<T>(true, false, r, r, n, T(1), rows.data(), r, dz.data(), r, T(0), w.data(), r);
+      detail::gemm<T>(true, false, d, r, r, T(-1), anc->basis().data(), d, w.data(), r, T(1), da->data(), r);
+    }
   }
   if (anc != nullptr && de != nullptr) {
-    const status s = anc->scatter_gradient(tok, n, out, T(-1), de);
+    matrix<T> g(n, r);  // dz (P A)^T
+    detail::gemm<T>(false, true, n, r, r, T(1), dz.data(), r, pa.data(), r, T(0), g.data(), r);
+    const status s = anc->scatter_rows(tok, n, g, T(-1), de);
     if (s != status::success) return s;
   }
   *dx = std::move(out);

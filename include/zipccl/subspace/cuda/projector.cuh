@@ -4,7 +4,7 @@
 //   encode()           z     = (x - E[tok] P) A  = x A - E[tok] (P A)
 //   decode()           x_hat = z A^T + E[tok] P
 //   decode_backward()  dz    = d_xhat A;   da += d_xhat^T z;   de[tok] += d_xhat P^T
-//   encode_backward()  dx    = dz A^T;     da += x^T dz - P^T (E[tok]^T dz);   de[tok] -= dx P^T
+//   encode_backward()  dx    = dz A^T;     da += x^T dz - P^T (E[tok]^T dz);   de[tok] -= dz (P A)^T
 //
 // All pointers are device memory; matrices are row-major views; `tok` holds n int32 token ids.
 // Two-phase temp storage as in CUB: with temp == nullptr a call only writes temp_bytes.
@@ -170,7 +170,7 @@ status decode_backward(void* temp, std::size_t& temp_bytes, view<const T> z, con
 }
 
 // The sender's backward pass: dx = dz A^T; da += (x - anchor[tok])^T dz (if da.data);
-// de[tok] -= dx P^T (if de and an anchor).
+// de[tok] -= dz (P A)^T = dx P^T (if de and an anchor).
 template <class T>
 status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, const std::int32_t* tok,
                        view<const T> a, const anchor_view<T>& anc, view<const T> dz, view<T> dx, view<T> da,
@@ -180,7 +180,8 @@ status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, con
   detail::carver c(temp);
   T* rows = !anc.empty() && want_da ? c.template take<T>(n * r) : nullptr;
   T* w = !anc.empty() && want_da ? c.template take<T>(r * r) : nullptr;
-  T* gp = want_de ? c.template take<T>(n * r) : nullptr;
+  T* pa = want_de ? c.template take<T>(r * r) : nullptr;
+  T* g = want_de ? c.template take<T>(n * r) : nullptr;
   if (temp == nullptr) {
     temp_bytes = c.bytes();
     return status::success;
@@ -205,7 +206,14 @@ status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, con
     }
     if (s != status::success) return s;
   }
-  if (want_de) s = detail::scatter(anc, tok, n, dx.data, T(-1), gp, de.data, status_dev, blas, stream);
+  if (want_de) {  // g = dz (P A)^T (n x r), scattered into the token rows
+    s = detail::gemm<T>(blas, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);
+    if (s == status::success) s = detail::gemm<T>(blas, false, true, n, r, r, T(1), dz.data, r, pa, r, T(0), g, r);
+    if (s != status::success) return s;
+    detail::scatter_add_rows<T><<<detail::blocks_for(n * r), detail::threads, 0, stream>>>(tok, n, g, T(-1), de.data,
+                                                                                         anc.vocab, r, status_dev);
+    s = detail::check(cudaGetLastError());
+  }
   return s;
 }
 
