@@ -196,6 +196,19 @@ TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
   matrix<float> dz, da(16, 3);
   CHECK(decode_backward(z, tok.data(), a, &anc, gaussian<float>(3, 16, 5), &dz, &da, nullptr) ==
         status::invalid_argument);  // dA of the wrong shape
+  // a bad id in a backward pass: an error, and neither gradient is touched
+  {
+    matrix<float> dx, ga = gaussian<float>(16, 4, 8), ge = gaussian<float>(10, 4, 9);
+    const matrix<float> ga0 = ga, ge0 = ge, dzz = gaussian<float>(3, 4, 10);
+    std::vector<std::int32_t> bad = {1, 11, 3};
+    CHECK(encode_backward(x, bad.data(), a, &anc, dzz, &dx, &ga, &ge) == status::invalid_argument);
+    CHECK(decode_backward(z, bad.data(), a, &anc, gaussian<float>(3, 16, 5), &dz, &ga, &ge) ==
+          status::invalid_argument);
+    CHECK(ga.v == ga0.v);
+    CHECK(ge.v == ge0.v);
+    matrix<float> de_wrong(9, 4);  // not V x r
+    CHECK(encode_backward(x, tok.data(), a, &anc, dzz, &dx, &ga, &de_wrong) == status::invalid_argument);
+  }
   stiefel_optimizer<float> opt(16, 4);
   matrix<float> g = gaussian<float>(16, 4, 6);
   g.v[5] = std::nanf("");
