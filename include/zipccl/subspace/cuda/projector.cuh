@@ -53,8 +53,7 @@ bool projector_ok(view<const T> a) {
   return a.data != nullptr && a.cols > 0 && a.cols <= a.rows;
 }
 
-template <class T>
-status launched(status s) {
+inline status launched(status s) {
   if (s != status::success) return s;
   return check(cudaGetLastError());
 }
@@ -106,7 +105,7 @@ status encode(void* temp, std::size_t& temp_bytes, view<const T> x, const std::i
   s = detail::gemm<T>(blas, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);  // P A
   if (s != status::success) return s;
   detail::gather(anc, tok, n, rows, status_dev, stream);
-  s = detail::launched<T>(s);
+  s = detail::launched(s);
   if (s != status::success) return s;
   return detail::gemm<T>(blas, false, false, n, r, r, T(-1), rows, r, pa, r, T(1), z.data, r);
 }
@@ -131,7 +130,7 @@ status decode(void* temp, std::size_t& temp_bytes, view<const T> z, const std::i
   T beta = T(0);
   if (!anc.empty() && n != 0) {
     detail::gather(anc, tok, n, rows, status_dev, stream);
-    s = detail::launched<T>(s);
+    s = detail::launched(s);
     if (s == status::success)
       s = detail::gemm<T>(blas, false, false, n, d, r, T(1), rows, r, anc.basis, d, T(0), x_hat.data, d);
     if (s != status::success) return s;
@@ -198,7 +197,7 @@ status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, con
     s = detail::gemm<T>(blas, true, false, d, r, n, T(1), x.data, d, dz.data, r, T(1), da.data, r);
     if (s == status::success && !anc.empty()) {
       detail::gather(anc, tok, n, rows, status_dev, stream);
-      s = detail::launched<T>(s);
+      s = detail::launched(s);
       if (s == status::success)  // W = E[tok]^T dz (r x r), then da -= P^T W
         s = detail::gemm<T>(blas, true, false, r, r, n, T(1), rows, r, dz.data, r, T(0), w, r);
       if (s == status::success)
