@@ -53,22 +53,39 @@ class rvq_book {
     const std::size_t G = shape_.groups, R = shape_.rounds, K = shape_.codewords, S = shape_.sub();
     idx->assign(z.rows * G * R, 0);
     if (residuals) residuals->assign(z.rows * shape_.dim * R, T(0));
+    // Each round's codebook transposed (sub x codewords), so that the distances to all codewords
+    // are computed together and vectorise over the codewords; each distance is rvq_distance's
+    // sum, term by term in the same order.
+    std::vector<T> wt(w_.size());
+    for (std::size_t b = 0; b < G * R; ++b)
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t j = 0; j < S; ++j) wt[(b * S + j) * K + k] = w_[(b * K + k) * S + j];
     std::vector<T> res(S);
+    std::vector<double> dist(K);
     for (std::size_t t = 0; t < z.rows; ++t)
       for (std::size_t g = 0; g < G; ++g) {
         for (std::size_t j = 0; j < S; ++j) res[j] = z(t, g * S + j);
         for (std::size_t q = 0; q < R; ++q) {
           if (residuals)
             std::memcpy(residuals->data() + (t * R + q) * shape_.dim + g * S, res.data(), S * sizeof(T));
-          std::size_t best = 0;
-          double best_d = std::numeric_limits<double>::infinity();
-          for (std::size_t k = 0; k < K; ++k) {
-            const double dist = detail::rvq_distance(res.data(), word(g, q, k), S);
-            if (dist < best_d) {
-              best_d = dist;
-              best = k;
+          const T* book = wt.data() + (g * R + q) * S * K;
+          std::fill(dist.begin(), dist.end(), 0.0);
+          for (std::size_t j = 0; j < S; ++j) {
+            const double rj = static_cast<double>(res[j]);
+            const T* col = book + j * K;
+            double* dk = dist.data();
+            for (std::size_t k = 0; k < K; ++k) {
+              const double e = rj - static_cast<double>(col[k]);
+              dk[k] += e * e;
             }
           }
+          std::size_t best = 0;
+          double best_d = std::numeric_limits<double>::infinity();
+          for (std::size_t k = 0; k < K; ++k)
+            if (dist[k] < best_d) {
+              best_d = dist[k];
+              best = k;
+            }
           (*idx)[(t * G + g) * R + q] = static_cast<std::uint16_t>(best);
           const T* w = word(g, q, best);
           for (std::size_t j = 0; j < S; ++j) res[j] -= w[j];
@@ -226,20 +243,14 @@ class rvq_learner {
           }
           T* c = master_.word(g, q, k);
           std::memcpy(c, point(pick), S * sizeof(T));
-          for (std::size_t t = 0; t < n; ++t) {
-            double dist = 0;
-            for (std::size_t j = 0; j < S; ++j) dist += (static_cast<double>(point(t)[j]) - c[j]) * (point(t)[j] - c[j]);
-            best[t] = std::min(best[t], dist);
-          }
+          for (std::size_t t = 0; t < n; ++t) best[t] = std::min(best[t], detail::rvq_distance(point(t), c, S));
         }
         // what this round leaves, for the next
         for (std::size_t t = 0; t < n; ++t) {
           std::size_t arg = 0;
           double bd = std::numeric_limits<double>::infinity();
           for (std::size_t k = 0; k < K; ++k) {
-            const T* c = master_.word(g, q, k);
-            double dist = 0;
-            for (std::size_t j = 0; j < S; ++j) dist += (static_cast<double>(point(t)[j]) - c[j]) * (point(t)[j] - c[j]);
+            const double dist = detail::rvq_distance(point(t), master_.word(g, q, k), S);
             if (dist < bd) {
               bd = dist;
               arg = k;
