@@ -208,6 +208,9 @@ TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
     CHECK(ge.v == ge0.v);
     matrix<float> de_wrong(9, 4);  // not V x r
     CHECK(encode_backward(x, tok.data(), a, &anc, dzz, &dx, &ga, &de_wrong) == status::invalid_argument);
+    CHECK(decode_backward(z, tok.data(), a, &anc, gaussian<float>(3, 16, 5), &dz, &ga, &de_wrong) ==
+          status::invalid_argument);
+    CHECK(ga.v == ga0.v);
   }
   stiefel_optimizer<float> opt(16, 4);
   matrix<float> g = gaussian<float>(16, 4, 6);

@@ -43,6 +43,13 @@ template <class T>
 bool shapes_ok(std::size_t d, const matrix<T>& a, const anchor_table<T>* anc) {
   return a.rows == d && a.cols <= d && a.cols > 0 && (anc == nullptr || anc->dim() == d);
 }
+// The gradients a backward pass may accumulate into: dA d x r, dE V x r (either may be null).
+template <class T>
+bool gradients_ok(std::size_t d, std::size_t r, const anchor_table<T>* anc, const matrix<T>* da, const matrix<T>* de) {
+  return (da == nullptr || (da->rows == d && da->cols == r)) &&
+         (anc == nullptr || de == nullptr || (de->rows == anc->vocab() && de->cols == r));
+}
+
 // P A (r x r): the anchor basis seen through the projector, so that
 // (x - E[tok] P) A = x A - E[tok] (P A) without an n x d anchor.
 template <class T>
@@ -99,7 +106,7 @@ status decode_backward(const matrix<T>& z, const std::int32_t* tok, const matrix
                        const matrix<T>& d_xhat, matrix<T>* dz, detail::out_ptr<T> da, detail::out_ptr<T> de) {
   const std::size_t n = z.rows, d = a.rows, r = a.cols;
   if (dz == nullptr || z.cols != r || d_xhat.rows != n || d_xhat.cols != d || !detail::shapes_ok(d, a, anc) ||
-      (da != nullptr && (da->rows != d || da->cols != r)))
+      !detail::gradients_ok<T>(d, r, anc, da, de))
     return status::invalid_argument;
   if (anc != nullptr && de != nullptr) {
     const status s = anc->scatter_gradient(tok, n, d_xhat, T(1), de);
@@ -118,8 +125,7 @@ status encode_backward(const matrix<T>& x, const std::int32_t* tok, const matrix
                        const matrix<T>& dz, matrix<T>* dx, detail::out_ptr<T> da, detail::out_ptr<T> de) {
   const std::size_t n = x.rows, d = a.rows, r = a.cols;
   if (dx == nullptr || x.cols != d || dz.rows != n || dz.cols != r || !detail::shapes_ok(d, a, anc) ||
-      (da != nullptr && (da->rows != d || da->cols != r)) ||
-      (anc != nullptr && de != nullptr && (de->rows != anc->vocab() || de->cols != r)))
+      !detail::gradients_ok<T>(d, r, anc, da, de))
     return status::invalid_argument;
   matrix<T> rows;  // E[tok], which also checks every id before anything is written
   if (anc != nullptr) {

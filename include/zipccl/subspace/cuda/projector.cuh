@@ -53,6 +53,18 @@ bool projector_ok(view<const T> a) {
   return a.data != nullptr && a.cols > 0 && a.cols <= a.rows;
 }
 
+// The gradients a backward pass may accumulate into: da d x r (if da.data), de vocab x r (if wanted),
+// and the call's common arguments.
+template <class T>
+bool backward_ok(std::size_t temp_bytes, std::size_t need, view<const T> a, const anchor_view<T>& anc,
+                 const std::int32_t* tok, std::size_t n, view<T> da, view<T> de, bool want_de, status* status_dev,
+                 cublasHandle_t blas) {
+  const std::size_t d = a.rows, r = a.cols;
+  return temp_bytes >= need && projector_ok(a) && (da.data == nullptr || (da.rows == d && da.cols == r)) &&
+         (!want_de || (de.rows == anc.vocab && de.cols == r)) && status_dev != nullptr && blas != nullptr &&
+         anchor_ok(anc, d, r, tok, n);
+}
+
 inline status launched(status s) {
   if (s != status::success) return s;
   return check(cudaGetLastError());
@@ -153,11 +165,8 @@ status decode_backward(void* temp, std::size_t& temp_bytes, view<const T> z, con
     temp_bytes = c.bytes();
     return status::success;
   }
-  if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !z.ok() || !d_xhat.ok() || !dz.ok() || z.cols != r ||
-      d_xhat.rows != n || d_xhat.cols != d || dz.rows != n || dz.cols != r ||
-      (da.data != nullptr && (da.rows != d || da.cols != r)) ||
-      (want_de && (de.rows != anc.vocab || de.cols != r)) || status_dev == nullptr || blas == nullptr ||
-      !detail::anchor_ok(anc, d, r, tok, n))
+  if (!detail::backward_ok(temp_bytes, c.bytes(), a, anc, tok, n, da, de, want_de, status_dev, blas) || !z.ok() ||
+      !d_xhat.ok() || !dz.ok() || z.cols != r || d_xhat.rows != n || d_xhat.cols != d || dz.rows != n || dz.cols != r)
     return status::invalid_argument;
   status s = detail::begin(blas, stream, status_dev);
   if (s == status::success) s = detail::gemm<T>(blas, false, false, n, r, d, T(1), d_xhat.data, d, a.data, r, T(0), dz.data, r);
@@ -185,10 +194,8 @@ status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, con
     temp_bytes = c.bytes();
     return status::success;
   }
-  if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !x.ok() || !dz.ok() || !dx.ok() || x.cols != d ||
-      dz.rows != n || dz.cols != r || dx.rows != n || dx.cols != d ||
-      (want_da && (da.rows != d || da.cols != r)) || (want_de && (de.rows != anc.vocab || de.cols != r)) ||
-      status_dev == nullptr || blas == nullptr || !detail::anchor_ok(anc, d, r, tok, n))
+  if (!detail::backward_ok(temp_bytes, c.bytes(), a, anc, tok, n, da, de, want_de, status_dev, blas) || !x.ok() ||
+      !dz.ok() || !dx.ok() || x.cols != d || dz.rows != n || dz.cols != r || dx.rows != n || dx.cols != d)
     return status::invalid_argument;
   status s = detail::begin(blas, stream, status_dev);
   if (s == status::success) s = detail::gemm<T>(blas, false, true, n, d, r, T(1), dz.data, r, a.data, r, T(0), dx.data, d);
