@@ -13,18 +13,15 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "../config.hpp"
 #include "../element.hpp"
 #include "bytes.hpp"
 #include "hash.hpp"
+#include "layout.hpp"
 #include "stream.hpp"
 
 namespace zipccl::format {
-
-inline constexpr unsigned code_planes = 3;
-inline constexpr unsigned table_size = 7;  // codes 1..7; code 0 is the escape
 
 struct chunk_header {
   chunk_mode mode = chunk_mode::stored;
@@ -61,57 +58,5 @@ ZIPCCL_HOST_DEVICE std::uint32_t chunk_check(const std::uint8_t* chunk, std::uin
   if (whole) s += hash_sum(chunk + 16, 2, words - 2);
   return fold32(hash_finish(s, words));
 }
-
-// Per element type: how the rest (sign and mantissa) is split across the chunk's sections.
-template <class E>
-struct chunk_layout {
-  static_assert(is_element_v<E>, "chunk_layout needs zipccl::bf16, zipccl::fp16 or zipccl::fp32");
-  static constexpr unsigned elem_size = sizeof(typename E::bits_type);
-  // fp16: the top three rest bits (sign, mantissa bits 9 and 8) travel as three more bit planes.
-  static constexpr unsigned extra_planes = std::is_same_v<E, fp16> ? 3 : 0;
-  static constexpr unsigned planes = code_planes + extra_planes;
-  // fp32: the low 16 rest bits travel as a u16 array.
-  static constexpr unsigned word_bytes = std::is_same_v<E, fp32> ? 2 : 0;
-
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t groups(std::uint64_t m) {
-    return (m + group_elems - 1) / group_elems;
-  }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t planes_offset() { return chunk_header_bytes; }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t words_offset(std::uint64_t m) {
-    return chunk_header_bytes + groups(m) * planes * 4;
-  }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t bytes_offset(std::uint64_t m) {
-    return words_offset(m) + m * word_bytes;
-  }
-  // The end of the fixed-size part, where the escapes start.
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t escapes_offset(std::uint64_t m) {
-    return bytes_offset(m) + m;
-  }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t coded_bytes(std::uint64_t m, std::uint64_t esc) {
-    return align_up(escapes_offset(m) + esc, alignment);
-  }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t stored_bytes(std::uint64_t m) {
-    return stored_chunk_bytes(m, elem_size);
-  }
-  // The most escapes for which a coded chunk is still strictly smaller than a stored one, or -1
-  // when coding can never pay (tiny chunks).
-  ZIPCCL_HOST_DEVICE static constexpr std::int64_t escape_budget(std::uint64_t m) {
-    return static_cast<std::int64_t>(stored_bytes(m)) - static_cast<std::int64_t>(alignment) -
-           static_cast<std::int64_t>(escapes_offset(m));
-  }
-
-  // Rest split: `word` goes to the u16 array, `byte` to the byte array, `high` to extra planes.
-  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t rest_byte(std::uint32_t rest) {
-    return word_bytes ? (rest >> 16) & 0xFFu : rest & 0xFFu;
-  }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t rest_word(std::uint32_t rest) { return rest & 0xFFFFu; }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t rest_high(std::uint32_t rest) { return rest >> 8; }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t join_rest(std::uint32_t byte, std::uint32_t word,
-                                                              std::uint32_t high) {
-    if constexpr (word_bytes != 0) return (byte << 16) | word;
-    else if constexpr (extra_planes != 0) return (high << 8) | byte;
-    else return byte;
-  }
-};
 
 }  // namespace zipccl::format

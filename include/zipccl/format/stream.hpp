@@ -13,6 +13,7 @@
 #include "../error.hpp"
 #include "bytes.hpp"
 #include "hash.hpp"
+#include "layout.hpp"
 
 namespace zipccl {
 
@@ -37,54 +38,8 @@ ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
   return static_cast<std::uint8_t>(magic_word >> (8 * i));
 }
 inline constexpr std::uint16_t version = 1;
-inline constexpr std::uint64_t header_bytes = 48;
-inline constexpr std::uint64_t directory_entry_bytes = 8;
-inline constexpr std::uint64_t chunk_header_bytes = 16;
-inline constexpr std::uint64_t alignment = 16;
-inline constexpr std::uint32_t group_elems = 32;  // elements per bit-plane group
-inline constexpr std::uint32_t chunk_granularity = 256;
-inline constexpr std::uint32_t min_chunk_elems = 256;
-inline constexpr std::uint32_t max_chunk_elems = 1u << 24;
-inline constexpr std::uint32_t default_chunk_elems = 1u << 16;
-
 inline constexpr std::uint32_t flag_checksum = 1u;  // every chunk check covers its whole body
 inline constexpr std::uint32_t known_flags = flag_checksum;
-
-enum class chunk_mode : std::uint8_t { stored = 0, coded = 1 };
-
-ZIPCCL_HOST_DEVICE constexpr bool valid_chunk_elems(std::uint64_t c) {
-  return c >= min_chunk_elems && c <= max_chunk_elems && c % chunk_granularity == 0;
-}
-
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t chunk_count(std::uint64_t n, std::uint64_t chunk_elems) {
-  return n / chunk_elems + (n % chunk_elems != 0 ? 1 : 0);
-}
-
-// Elements in chunk i of a stream of n elements.
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t chunk_elements(std::uint64_t n, std::uint64_t chunk_elems,
-                                                          std::uint64_t i) {
-  const std::uint64_t start = i * chunk_elems;
-  return n - start < chunk_elems ? n - start : chunk_elems;
-}
-
-// Offset of chunk 0: header, directory, zero padding to 16 bytes.
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t data_offset(std::uint64_t chunks) {
-  return align_up(header_bytes + directory_entry_bytes * chunks, alignment);
-}
-
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t stored_chunk_bytes(std::uint64_t m, unsigned elem_size) {
-  return align_up(chunk_header_bytes + m * elem_size, alignment);
-}
-
-// The exact upper bound on a stream's size: every chunk stored raw.
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t max_compressed_size(std::uint64_t n, unsigned elem_size,
-                                                               std::uint64_t chunk_elems) {
-  const std::uint64_t c = chunk_count(n, chunk_elems);
-  if (c == 0) return data_offset(0);
-  const std::uint64_t last = chunk_elements(n, chunk_elems, c - 1);
-  return data_offset(c) + (c - 1) * stored_chunk_bytes(chunk_elems, elem_size) +
-         stored_chunk_bytes(last, elem_size);
-}
 
 // The decoded stream header.
 struct stream_header {
@@ -163,6 +118,8 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   if (r.total_bytes < data || r.total_bytes % alignment != 0) return status::corrupt;
   // Every chunk holds at most chunk_elems * 4 bytes, so this also keeps later sums from overflowing.
   if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems)) return status::corrupt;
+  // A count the stream's size cannot hold (checked before anyone sizes a buffer from it).
+  if (r.total_bytes < min_compressed_size(r.type, r.count, r.chunk_elems)) return status::corrupt;
   if (in_bytes < data) return status::truncated;
   *h = r;
   return status::success;

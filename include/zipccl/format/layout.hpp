@@ -1,0 +1,145 @@
+// zipccl: the sizes of the wire format: header, directory, chunk sections, and the bounds on a
+// stream's size that follow from an element count. Shared by every executor (host and device).
+//
+// docs/FORMAT.md describes these bytes; the constants below are the normative ones.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../config.hpp"
+#include "../element.hpp"
+#include "bytes.hpp"
+
+namespace zipccl::format {
+
+inline constexpr std::uint64_t header_bytes = 48;
+inline constexpr std::uint64_t directory_entry_bytes = 8;
+inline constexpr std::uint64_t chunk_header_bytes = 16;
+inline constexpr std::uint64_t alignment = 16;
+inline constexpr std::uint32_t group_elems = 32;  // elements per bit-plane group
+inline constexpr std::uint32_t chunk_granularity = 256;
+inline constexpr std::uint32_t min_chunk_elems = 256;
+inline constexpr std::uint32_t max_chunk_elems = 1u << 24;
+inline constexpr std::uint32_t default_chunk_elems = 1u << 16;
+
+enum class chunk_mode : std::uint8_t { stored = 0, coded = 1 };
+
+ZIPCCL_HOST_DEVICE constexpr bool valid_chunk_elems(std::uint64_t c) {
+  return c >= min_chunk_elems && c <= max_chunk_elems && c % chunk_granularity == 0;
+}
+
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t chunk_count(std::uint64_t n, std::uint64_t chunk_elems) {
+  return n / chunk_elems + (n % chunk_elems != 0 ? 1 : 0);
+}
+
+// Elements in chunk i of a stream of n elements.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t chunk_elements(std::uint64_t n, std::uint64_t chunk_elems,
+                                                          std::uint64_t i) {
+  const std::uint64_t start = i * chunk_elems;
+  return n - start < chunk_elems ? n - start : chunk_elems;
+}
+
+// Offset of chunk 0: header, directory, zero padding to 16 bytes.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t data_offset(std::uint64_t chunks) {
+  return align_up(header_bytes + directory_entry_bytes * chunks, alignment);
+}
+
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t stored_chunk_bytes(std::uint64_t m, unsigned elem_size) {
+  return align_up(chunk_header_bytes + m * elem_size, alignment);
+}
+
+// The exact upper bound on a stream's size: every chunk stored raw.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t max_compressed_size(std::uint64_t n, unsigned elem_size,
+                                                               std::uint64_t chunk_elems) {
+  const std::uint64_t c = chunk_count(n, chunk_elems);
+  if (c == 0) return data_offset(0);
+  const std::uint64_t last = chunk_elements(n, chunk_elems, c - 1);
+  return data_offset(c) + (c - 1) * stored_chunk_bytes(chunk_elems, elem_size) +
+         stored_chunk_bytes(last, elem_size);
+}
+
+inline constexpr unsigned code_planes = 3;
+inline constexpr unsigned table_size = 7;  // codes 1..7; code 0 is the escape
+
+// Per element type: how the rest (sign and mantissa) is split across the chunk's sections.
+template <class E>
+struct chunk_layout {
+  static_assert(is_element_v<E>, "chunk_layout needs zipccl::bf16, zipccl::fp16 or zipccl::fp32");
+  static constexpr unsigned elem_size = sizeof(typename E::bits_type);
+  // fp16: the top three rest bits (sign, mantissa bits 9 and 8) travel as three more bit planes.
+  static constexpr unsigned extra_planes = std::is_same_v<E, fp16> ? 3 : 0;
+  static constexpr unsigned planes = code_planes + extra_planes;
+  // fp32: the low 16 rest bits travel as a u16 array.
+  static constexpr unsigned word_bytes = std::is_same_v<E, fp32> ? 2 : 0;
+
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t groups(std::uint64_t m) {
+    return (m + group_elems - 1) / group_elems;
+  }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t planes_offset() { return chunk_header_bytes; }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t words_offset(std::uint64_t m) {
+    return chunk_header_bytes + groups(m) * planes * 4;
+  }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t bytes_offset(std::uint64_t m) {
+    return words_offset(m) + m * word_bytes;
+  }
+  // The end of the fixed-size part, where the escapes start.
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t escapes_offset(std::uint64_t m) {
+    return bytes_offset(m) + m;
+  }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t coded_bytes(std::uint64_t m, std::uint64_t esc) {
+    return align_up(escapes_offset(m) + esc, alignment);
+  }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t stored_bytes(std::uint64_t m) {
+    return stored_chunk_bytes(m, elem_size);
+  }
+  // The most escapes for which a coded chunk is still strictly smaller than a stored one, or -1
+  // when coding can never pay (tiny chunks).
+  ZIPCCL_HOST_DEVICE static constexpr std::int64_t escape_budget(std::uint64_t m) {
+    return static_cast<std::int64_t>(stored_bytes(m)) - static_cast<std::int64_t>(alignment) -
+           static_cast<std::int64_t>(escapes_offset(m));
+  }
+
+  // Rest split: `word` goes to the u16 array, `byte` to the byte array, `high` to extra planes.
+  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t rest_byte(std::uint32_t rest) {
+    return word_bytes ? (rest >> 16) & 0xFFu : rest & 0xFFu;
+  }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t rest_word(std::uint32_t rest) { return rest & 0xFFFFu; }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t rest_high(std::uint32_t rest) { return rest >> 8; }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t join_rest(std::uint32_t byte, std::uint32_t word,
+                                                              std::uint32_t high) {
+    if constexpr (word_bytes != 0) return (byte << 16) | word;
+    else if constexpr (extra_planes != 0) return (high << 8) | byte;
+    else return byte;
+  }
+};
+
+// The fewest bytes a chunk of m elements of type E can occupy: coded with no escape, or stored,
+// whichever is smaller (a chunk's span is exact in either mode).
+template <class E>
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_chunk_bytes(std::uint64_t m) {
+  using L = chunk_layout<E>;
+  return L::coded_bytes(m, 0) < L::stored_bytes(m) ? L::coded_bytes(m, 0) : L::stored_bytes(m);
+}
+
+template <class E>
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(std::uint64_t n, std::uint64_t chunk_elems) {
+  const std::uint64_t c = chunk_count(n, chunk_elems);
+  if (c == 0) return data_offset(0);
+  return data_offset(c) + (c - 1) * min_chunk_bytes<E>(chunk_elems) +
+         min_chunk_bytes<E>(chunk_elements(n, chunk_elems, c - 1));
+}
+
+// The exact lower bound on the size of a valid stream of n elements of type t. Every element
+// costs at least 11 bits (bf16; fp16 14, fp32 27), so a header that claims more elements than
+// its stream's size allows is corrupt: readers check this before they size anything from a count.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(dtype t, std::uint64_t n, std::uint64_t chunk_elems) {
+  switch (t) {
+    case dtype::bf16: return min_compressed_size<bf16>(n, chunk_elems);
+    case dtype::fp16: return min_compressed_size<fp16>(n, chunk_elems);
+    case dtype::fp32: return min_compressed_size<fp32>(n, chunk_elems);
+  }
+  return 0;
+}
+
+}  // namespace zipccl::format
