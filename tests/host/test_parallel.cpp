@@ -1,0 +1,64 @@
+// The host executor's fork-join helper: every part runs exactly once, on a thread or, where no
+// thread can be started, on the calling thread; exceptions reach the caller after every join.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <zipccl/host/detail/parallel.hpp>
+
+using zipccl::host::detail::fork_join;
+
+namespace {
+// Starts `allowed` threads, then fails as pthread_create does under a process limit.
+struct failing_spawn {
+  int allowed;
+  std::atomic<int>* started;
+  template <class G>
+  std::thread operator()(G&& g) const {
+    if (started->load() >= allowed) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+    ++*started;
+    return std::thread(std::forward<G>(g));
+  }
+};
+}  // namespace
+
+TEST_CASE("fork_join runs every part once when threads cannot be started", "[host][parallel]") {
+  // issue 10: a failed thread start ended the process with std::terminate
+  for (unsigned parts : {1u, 2u, 3u, 8u})
+    for (int allowed = 0; allowed <= static_cast<int>(parts); ++allowed) {
+      const std::uint64_t items = 1000;
+      std::vector<std::atomic<int>> seen(items);
+      std::vector<std::atomic<int>> part_runs(parts);
+      std::atomic<int> started{0};
+      fork_join(
+          parts, items,
+          [&](unsigned p, std::uint64_t b, std::uint64_t e) {
+            ++part_runs[p];
+            for (std::uint64_t i = b; i < e; ++i) ++seen[i];
+          },
+          failing_spawn{allowed, &started});
+      INFO("parts " << parts << ", threads allowed " << allowed);
+      for (auto& s : seen) REQUIRE(s.load() == 1);
+      for (auto& r : part_runs) REQUIRE(r.load() == 1);
+      CHECK(started.load() == std::min(allowed, static_cast<int>(parts) - 1));
+    }
+}
+
+TEST_CASE("fork_join rethrows a part's exception after joining every thread", "[host][parallel]") {
+  for (unsigned thrower : {0u, 2u}) {
+    std::atomic<int> done{0};
+    CHECK_THROWS_WITH(fork_join(4, 400,
+                                [&](unsigned p, std::uint64_t, std::uint64_t) {
+                                  if (p == thrower) throw std::runtime_error("part failed");
+                                  ++done;
+                                }),
+                      "part failed");
+    CHECK(done.load() == 3);  // the other parts ran to the end before the rethrow
+  }
+}
