@@ -158,6 +158,38 @@ TEST_CASE("all_to_all failures become errors on every rank", "[collective][all_t
       for (status s : st) CHECK(s != status::success);
     }
   }
+  SECTION("on 8 ranks, one pair's mismatch reaches every rank promptly, on every path") {
+    // ranks that never talk to the pair finish their own exchanges first; the closing agreement
+    // still makes each of them return an error (issue 10)
+    for (int path = 0; path < 3; ++path)
+      for (int victim : {0, 5}) {
+        const int ranks = 8;
+        local_world world(ranks, {}, test_timeout);
+        std::vector<status> st(ranks, status::success);
+        const auto t0 = std::chrono::steady_clock::now();
+        world.run([&](local_transport& lt) {
+          transfer_plan p = plan_for(lt.rank(), ranks, 1);
+          if (lt.rank() == victim) p.recvcounts[(victim + 3) % ranks] += 1;
+          std::vector<T> send(p.send_total + 1), recv(p.recv_total + 8);
+          const auto o = small_chunks();
+          std::vector<std::uint8_t> ws(all_to_all_workspace<C>(p.sendcounts.data(), p.recvcounts.data(), ranks, o));
+          testing::lockstep_transport l{lt};
+          status& mine = st[static_cast<std::size_t>(lt.rank())];
+          if (path == 0)
+            mine = all_to_all<C>(send.data(), p.sendcounts.data(), p.sdispls.data(), recv.data(), p.recvcounts.data(),
+                                 p.rdispls.data(), lt, ws.data(), ws.size(), o);
+          else if (path == 1)
+            mine = all_to_all<C, strategy::never>(send.data(), p.sendcounts.data(), p.sdispls.data(), recv.data(),
+                                                  p.recvcounts.data(), p.rdispls.data(), lt, nullptr, 0, o);
+          else
+            mine = all_to_all<C, strategy::never>(send.data(), p.sendcounts.data(), p.sdispls.data(), recv.data(),
+                                                  p.recvcounts.data(), p.rdispls.data(), l, nullptr, 0, o);
+        });
+        INFO("path " << path << " victim " << victim);
+        for (status s : st) CHECK(s != status::success);
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+      }
+  }
   SECTION("a corrupt block") {
     // rank 1 flips a byte in the middle of every long message it sends
     local_world world(n, {}, test_timeout);

@@ -2,8 +2,10 @@
 // fewer bytes on the wire, and failures reported on every rank instead of hanging.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include <zipccl/collective.hpp>
@@ -335,7 +337,9 @@ TEST_CASE("send/recv in lock step on a transport without requests", "[collective
   CHECK(st[0] == status::success);
   CHECK(st[1] == status::success);
   CHECK(got == data);
-  CHECK(world.messages(0, 1) == 2 * 5);  // 5 segments, two messages each, no size messages
+  // the opening handshake, then 5 segments of two messages each: no size messages
+  CHECK(world.messages(0, 1) == 1 + 2 * 5);
+  CHECK(world.messages(1, 0) == 1);
 }
 
 TEST_CASE("a count mismatch is caught even where the fixed sections have the same size", "[collective][host]") {
@@ -373,4 +377,170 @@ TEST_CASE("recv reports a corrupt stream or a wrong count", "[collective][host]"
     INFO("case " << which_case);
     CHECK(st[1] != status::success);
   }
+}
+
+TEST_CASE("a rank whose transport throws mid-collective: every other rank gets an error, none reads freed memory",
+          "[collective][host]") {
+  // The thrower's workspace is freed while its stack unwinds; its posted sends must be withdrawn
+  // first (AddressSanitizer reported the peers copying from it: issue 10). `calls` moves the throw
+  // through the opening agreement, the pipeline and the closing agreement.
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const auto opt = small_chunks();
+  for (which c : {which::reduce, which::gather}) {
+    const int ranks = c == which::reduce ? 16 : 8;
+    const std::uint64_t count = c == which::reduce ? 40000 : 9000;
+    for (int calls : {0, 2, 5, 9, 14, 23, 40}) {
+      local_world world(ranks, {}, test_timeout);
+      std::vector<status> st(static_cast<std::size_t>(ranks), status::success);
+      std::vector<int> threw(static_cast<std::size_t>(ranks), 0);
+      const int bad = ranks / 2 + 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      world.run([&](local_transport& lt) {
+        testing::throwing_transport t{lt, bad, calls};
+        const auto r = static_cast<std::size_t>(t.rank());
+        const auto in = input<C>(t.rank(), count);
+        std::vector<std::uint16_t> out(count * static_cast<std::uint64_t>(ranks));
+        std::vector<std::uint8_t> ws(c == which::reduce ? all_reduce_workspace<C>(count, ranks, opt)
+                                                        : all_gather_workspace<C>(count, ranks, opt));
+        try {
+          st[r] = c == which::reduce
+                      ? all_reduce<C>(in.data(), out.data(), count, op::sum, t, ws.data(), ws.size(), opt)
+                      : all_gather<C>(in.data(), out.data(), count, t, ws.data(), ws.size(), opt);
+        } catch (const testing::transport_fault&) {
+          threw[r] = 1;
+        }
+      });
+      INFO((c == which::reduce ? "all_reduce" : "all_gather") << " on " << ranks << " ranks, throw after " << calls
+                                                               << " calls");
+      CHECK(threw[static_cast<std::size_t>(bad)] == 1);
+      for (int r = 0; r < ranks; ++r) {
+        if (r == bad) continue;
+        CHECK(threw[static_cast<std::size_t>(r)] == 0);
+        CHECK(st[static_cast<std::size_t>(r)] != status::success);
+      }
+      CHECK(std::chrono::steady_clock::now() - t0 < test_timeout);  // ended by the abort, not a timeout
+    }
+  }
+}
+
+namespace {
+// Runs one collective with per-rank counts (all_gather: count; reduce_scatter: recvcount;
+// all_reduce: count) and returns every rank's status.
+template <class Strategy>
+std::vector<status> run_counts(which c, const std::vector<std::uint64_t>& counts, int mode = 0) {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const int ranks = static_cast<int>(counts.size());
+  std::uint64_t most = 0;
+  for (auto k : counts) most = k > most ? k : most;
+  local_world world(ranks, {}, test_timeout);
+  std::vector<status> st(counts.size(), status::success);
+  const auto opt = small_chunks();
+  auto body = [&](auto& t) {
+    const auto r = static_cast<std::size_t>(t.rank());
+    const std::uint64_t count = counts[r];
+    const auto in = input<C>(t.rank(), most * static_cast<std::uint64_t>(ranks));
+    std::vector<std::uint16_t> out(most * static_cast<std::uint64_t>(ranks));
+    std::vector<std::uint8_t> ws(all_reduce_workspace<C, Strategy>(most, ranks, opt) +
+                                 all_gather_workspace<C, Strategy>(most, ranks, opt) +
+                                 reduce_scatter_workspace<C, Strategy>(most, opt));
+    st[r] = c == which::gather    ? all_gather<C, Strategy>(in.data(), out.data(), count, t, ws.data(), ws.size(), opt)
+            : c == which::scatter ? reduce_scatter<C, Strategy>(in.data(), out.data(), count, op::sum, t, ws.data(),
+                                                                ws.size(), opt)
+                                  : all_reduce<C, Strategy>(in.data(), out.data(), count, op::sum, t, ws.data(),
+                                                            ws.size(), opt);
+  };
+  world.run([&](local_transport& t) {
+    if (mode == 1) {
+      lockstep_transport l{t};
+      body(l);
+    } else {
+      body(t);
+    }
+  });
+  return st;
+}
+}  // namespace
+
+TEST_CASE("a count that differs on one rank is an error on every rank, before any data moves",
+          "[collective][host]") {
+  // all_reduce used to compare only ceil(count / ranks): {3000, 2999, 3000} all returned success
+  std::vector<std::vector<std::uint64_t>> cases = {{3000, 2999, 3000}, {4096, 4096 + 1}, {0, 10}, {2048, 4096, 2048}};
+  std::vector<std::uint64_t> sixteen(16, 20000);
+  sixteen[9] = 19990;
+  cases.push_back(sixteen);
+  for (which c : {which::gather, which::scatter, which::reduce})
+    for (const auto& counts : cases)
+      for (int path = 0; path < 3; ++path) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto st = path == 0 ? run_counts<strategy::always>(c, counts)
+                        : path == 1 ? run_counts<strategy::never>(c, counts)
+                                    : run_counts<strategy::always>(c, counts, 1);  // lock step
+        INFO("collective " << static_cast<int>(c) << " path " << path << " ranks " << counts.size() << " rank 1 count "
+                           << counts[1]);
+        for (status s : st) CHECK(s == status::size_mismatch);
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+      }
+  // and the same counts everywhere still work after the check
+  for (which c : {which::gather, which::scatter, which::reduce})
+    for (status s : run_counts<strategy::never>(c, {3000, 3000, 3000})) CHECK(s == status::success);
+}
+
+TEST_CASE("ranks whose adaptive models choose different paths get size_mismatch, not garbage", "[collective][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  local_world world(3, {}, test_timeout);
+  std::vector<status> st(3, status::success);
+  world.run([&](local_transport& t) {
+    auto opt = small_chunks();
+    opt.model.link_bytes_per_second = t.rank() == 2 ? 1e6 : 1e12;  // rank 2 compresses, the others do not
+    const auto in = input<C>(t.rank(), 3 * 30000);
+    std::vector<std::uint16_t> out(3 * 30000);
+    std::vector<std::uint8_t> ws(all_gather_workspace<C, strategy::adaptive>(30000, 3, opt));
+    st[static_cast<std::size_t>(t.rank())] =
+        all_gather<C, strategy::adaptive>(in.data(), out.data(), 30000, t, ws.data(), ws.size(), opt);
+  });
+  for (status s : st) CHECK(s == status::size_mismatch);
+}
+
+TEST_CASE("send and recv with different counts: both ends get size_mismatch at once", "[collective][host]") {
+  using C = codec<bf16, codebook::histogram>;
+  const auto data = input<C>(0, 10);
+  // {send count, recv count}: 0 against 10 used to succeed on the sender and time out on the receiver
+  for (auto counts : {std::pair<std::uint64_t, std::uint64_t>{0, 10}, {10, 0}, {10, 9}, {5000, 5001}})
+    for (int path = 0; path < 3; ++path) {
+      local_world world(2, {}, test_timeout);
+      std::vector<status> st(2, status::success);
+      const auto t0 = std::chrono::steady_clock::now();
+      world.run([&](local_transport& lt) {
+        const auto most = std::max(counts.first, counts.second);
+        const auto in = input<C>(0, most);
+        std::vector<std::uint16_t> got(most);
+        std::vector<std::uint8_t> ws(send_recv_workspace<C>(most));
+        auto one = [&](auto& t, auto strategy_tag) {
+          using S = decltype(strategy_tag);
+          return t.rank() == 0 ? send<C, S>(in.data(), counts.first, 1, t, ws.data(), ws.size())
+                               : recv<C, S>(got.data(), counts.second, 0, t, ws.data(), ws.size());
+        };
+        lockstep_transport l{lt};
+        st[static_cast<std::size_t>(lt.rank())] = path == 0   ? one(lt, strategy::always{})
+                                                  : path == 1 ? one(lt, strategy::never{})
+                                                              : one(l, strategy::always{});
+      });
+      INFO("send " << counts.first << " recv " << counts.second << " path " << path);
+      CHECK(st[0] == status::size_mismatch);
+      CHECK(st[1] == status::size_mismatch);
+      CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    }
+}
+
+TEST_CASE("two ranks that both send first get size_mismatch, not a deadlock", "[collective][host]") {
+  using C = codec<bf16, codebook::histogram>;
+  const auto data = input<C>(0, 100);
+  local_world world(2, {}, test_timeout);
+  std::vector<status> st(2, status::success);
+  world.run([&](local_transport& t) {
+    std::vector<std::uint8_t> ws(send_recv_workspace<C>(100));
+    st[static_cast<std::size_t>(t.rank())] = send<C>(data.data(), 100, 1 - t.rank(), t, ws.data(), ws.size());
+  });
+  CHECK(st[0] == status::size_mismatch);
+  CHECK(st[1] == status::size_mismatch);
 }

@@ -1,8 +1,10 @@
 // Test transports wrapped around transport::local: one without the request-based operations (the
-// collectives then run in lock step), and one whose chosen rank corrupts what it sends.
+// collectives then run in lock step), one whose chosen rank corrupts what it sends, and one whose
+// chosen rank throws from its transport calls after a number of them.
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include <zipccl/transport/local.hpp>
@@ -43,5 +45,51 @@ struct flaky_transport : lockstep_transport {
     return s != status::success ? s : recv(src, rb, rn);
   }
 };
+
+// The exception a throwing_transport throws.
+struct transport_fault : std::runtime_error {
+  transport_fault() : std::runtime_error("injected transport fault") {}
+};
+
+// transport::local with requests, except that rank bad_rank throws transport_fault from every
+// call after its first `calls` ones (as a user's communicator wrapper might on a lost link).
+struct throwing_transport {
+  using request = transport::local_transport::request;
+  transport::local_transport& inner;
+  int bad_rank;
+  int calls;
+  int made = 0;
+  void tick() {
+    if (inner.rank() == bad_rank && made++ >= calls) throw transport_fault();
+  }
+  int rank() const { return inner.rank(); }
+  int size() const { return inner.size(); }
+  status send(int dst, const void* buf, std::uint64_t bytes) {
+    tick();
+    return inner.send(dst, buf, bytes);
+  }
+  status recv(int src, void* buf, std::uint64_t bytes) {
+    tick();
+    return inner.recv(src, buf, bytes);
+  }
+  status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
+    tick();
+    return inner.sendrecv(dst, sb, sn, src, rb, rn);
+  }
+  request isend(int dst, const void* buf, std::uint64_t bytes) {
+    tick();
+    return inner.isend(dst, buf, bytes);
+  }
+  request irecv(int src, void* buf, std::uint64_t bytes) {
+    tick();
+    return inner.irecv(src, buf, bytes);
+  }
+  status wait(request& q) {
+    tick();
+    return inner.wait(q);
+  }
+  void abort(status why) { inner.abort(why); }  // never throws: it is how the others learn
+};
+static_assert(transport::has_requests_v<throwing_transport>);
 
 }  // namespace zipccl::testing

@@ -147,6 +147,31 @@ TEST_CASE("size mismatches and aborts end with errors, not hangs", "[mpi]") {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   {
+    // an exchange cut short by an abort leaves small sends nobody receives; the next transport's
+    // operations must not stall on them (they did, until the timeout: the freed communicator's
+    // context id was reused while those messages were still queued)
+    {
+      transport::mpi t(MPI_COMM_WORLD, timeout);
+      const int n = t.size(), r = t.rank();
+      if (r == 0) {
+        t.abort(status::corrupt);
+      } else {
+        std::uint8_t a[24] = {}, b[24];
+        CHECK(t.sendrecv(0, a, sizeof a, 0, b, sizeof b) == status::peer_failed);
+      }
+      (void)n;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    std::vector<std::uint8_t> mine(64, static_cast<std::uint8_t>(r)), all(64 * static_cast<std::size_t>(n));
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(t.all_gather_bytes(mine.data(), all.data(), mine.size()) == status::success);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    for (int q = 0; q < n; ++q) CHECK(all[static_cast<std::size_t>(q) * 64] == q);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
     // the native plain all_gather with a rank whose count differs: an error on every rank (the
     // size agreement finds it; a rank that hears another's abort first reports peer_failed)
     using C = codec<bf16, codebook::histogram>;
@@ -156,9 +181,27 @@ TEST_CASE("size mismatches and aborts end with errors, not hangs", "[mpi]") {
     const auto in = input<C>(r, count);
     std::vector<std::uint16_t> out(3000 * n);
     const status s = all_gather<C, strategy::never>(in.data(), out.data(), count, t, nullptr, 0);
+    INFO("rank " << r << ": " << to_string(s));
     if (n > 1) CHECK((s == status::size_mismatch || s == status::peer_failed));
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  for (int path = 0; path < 2; ++path) {
+    // all_reduce where the last rank's count is one less (the same ceil(count / n) blocks): every
+    // process returns size_mismatch before any data moves (issue 10: all returned success)
+    using C = codec<bf16, codebook::histogram>;
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    const std::uint64_t count = r == n - 1 ? 2999 : 3000;
+    const auto in = input<C>(r, 3000);
+    std::vector<std::uint16_t> out(3000);
+    std::vector<std::uint8_t> ws(all_reduce_workspace<C>(3000, n) + all_reduce_workspace<C, strategy::never>(3000, n));
+    const status s = path == 0 ? all_reduce<C>(in.data(), out.data(), count, op::sum, t, ws.data(), ws.size())
+                               : all_reduce<C, strategy::never>(in.data(), out.data(), count, op::sum, t, ws.data(),
+                                                                ws.size());
+    INFO("rank " << r << " path " << path << ": " << to_string(s));
+    if (n > 1) CHECK(s == status::size_mismatch);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
 }
 
 int main(int argc, char** argv) {

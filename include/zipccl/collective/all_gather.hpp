@@ -53,16 +53,18 @@ std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collect
   }
 }
 
-template <class Codec, class Strategy = strategy::always, class Transport>
-status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Transport& t, void* workspace,
-                  std::uint64_t workspace_bytes, const collective_options& opt = {},
-                  const typename Codec::codebook_type& cb = {}) {
-  static_assert(transport::is_host_transport_v<Transport>, "all_gather: Transport must model the host transport concept");
-  using namespace collective::detail;
+namespace collective::detail {
+// all_gather without (check == false) or with the opening agreement on the call (common.hpp).
+template <class Codec, class Strategy, class Transport>
+status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count, Transport& t, void* workspace,
+                      std::uint64_t workspace_bytes, const collective_options& opt,
+                      const typename Codec::codebook_type& cb, bool check) {
   if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
     return opt.model.all_gather(count * Codec::element_size, t.size()).compress
-               ? all_gather<Codec, strategy::always>(sendbuff, recvbuff, count, t, workspace, workspace_bytes, opt, cb)
-               : all_gather<Codec, strategy::never>(sendbuff, recvbuff, count, t, workspace, workspace_bytes, opt, cb);
+               ? all_gather_run<Codec, strategy::always>(sendbuff, recvbuff, count, t, workspace, workspace_bytes,
+                                                         opt, cb, check)
+               : all_gather_run<Codec, strategy::never>(sendbuff, recvbuff, count, t, workspace, workspace_bytes,
+                                                        opt, cb, check);
   }
   const int n = t.size(), r = t.rank();
   const std::uint64_t shard = count * Codec::element_size;
@@ -71,10 +73,19 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
       workspace_bytes < all_gather_workspace<Codec, Strategy>(count, n, opt) ||
       (workspace == nullptr && workspace_bytes != 0))
     return fail(t, status::invalid_argument);
+  if (n == 1) {
+    if (count) std::memmove(recv, sendbuff, shard);
+    return status::success;
+  }
+  constexpr bool native = std::is_same_v<Strategy, strategy::never> && transport::has_native_all_gather_v<Transport>;
+  if (check && !native) {  // a native all_gather checks the sizes itself
+    const status s = agree(t, status::success,
+                           call_signature<Codec>(call_kind::all_gather, !std::is_same_v<Strategy, strategy::never>, count));
+    if (s != status::success) return s;
+  }
   if (count) std::memmove(recv + static_cast<std::uint64_t>(r) * shard, sendbuff, shard);
-  if (n == 1) return status::success;
 
-  if constexpr (std::is_same_v<Strategy, strategy::never> && transport::has_native_all_gather_v<Transport>) {
+  if constexpr (native) {
     // the transport's own all_gather (it only moves bytes: the same result as the ring); the own
     // shard is in place already
     const status s = t.all_gather_bytes(recv + static_cast<std::uint64_t>(r) * shard, recvbuff, shard);
@@ -164,6 +175,20 @@ status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Tra
     if (s != status::success) return s;
     return agree(t, status::success);
   }
+}
+}  // namespace collective::detail
+
+// Every rank passes the same count, Codec and Strategy (and, with strategy::adaptive, the same
+// model): the ranks check this before any data moves, and every rank returns size_mismatch when
+// one differs.
+template <class Codec, class Strategy = strategy::always, class Transport>
+status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, Transport& t, void* workspace,
+                  std::uint64_t workspace_bytes, const collective_options& opt = {},
+                  const typename Codec::codebook_type& cb = {}) {
+  static_assert(transport::is_host_transport_v<Transport>, "all_gather: Transport must model the host transport concept");
+  const collective::detail::abort_on_unwind<Transport> guard(t);
+  return collective::detail::all_gather_run<Codec, Strategy>(sendbuff, recvbuff, count, t, workspace, workspace_bytes,
+                                                             opt, cb, true);
 }
 
 }  // namespace zipccl

@@ -5,8 +5,9 @@
 //
 // As MPI_Alltoallv, in elements: rank r sends sendcounts[p] elements from sendbuff + sdispls[p] to
 // rank p, and receives recvcounts[p] elements from rank p at recvbuff + rdispls[p]. Every array has
-// size() entries; rank p's sendcounts[r] must equal rank r's recvcounts[p] (a mismatch is an error
-// on every rank). The ranks exchange in n - 1 pairwise steps (step j: send to r + j, receive from
+// size() entries; rank p's sendcounts[r] must equal rank r's recvcounts[p]. A mismatch is caught
+// by the pair (the message's size, or the compressed block's preamble), and a closing agreement
+// makes it an error on every rank. The ranks exchange in n - 1 pairwise steps (step j: send to r + j, receive from
 // r - j). On the compressed path every block travels in two phases (detail/wire.hpp): first the
 // part whose size depends only on the element count, so the receiver checks and plans it at once,
 // then the escapes, whose size the first part announces. The block for step j + 1 is coded while
@@ -66,6 +67,7 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
                   const typename Codec::codebook_type& cb = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "all_to_all: Transport must model the host transport concept");
   using namespace collective::detail;
+  const abort_on_unwind<Transport> guard(t);
   const int n = t.size(), r = t.rank();
   const std::uint64_t esize = Codec::element_size;
   const auto* send = static_cast<const std::uint8_t*>(sendbuff);
@@ -81,6 +83,11 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
   if ((any_send && sendbuff == nullptr) || (any_recv && recvbuff == nullptr) || sendcounts[r] != recvcounts[r] ||
       workspace_bytes < need || (workspace == nullptr && need != 0))
     return fail(t, status::invalid_argument);
+  if (n > 1) {  // the same collective, element type and strategy everywhere (the counts: see below)
+    const status s = agree(t, status::success,
+                           call_signature<Codec>(call_kind::all_to_all, !std::is_same_v<Strategy, strategy::never>, 0));
+    if (s != status::success) return s;
+  }
   if (sendcounts[r]) std::memmove(recv + rdispls[r] * esize, send + sdispls[r] * esize, sendcounts[r] * esize);
   const auto send_block = [&](int p) { return block_at(send, sdispls[p], sendcounts[p], esize); };
   const auto recv_block = [&](int p) { return block_at(recv, rdispls[p], recvcounts[p], esize); };
@@ -93,7 +100,7 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
           t.sendrecv(dst, send_block(dst), sendcounts[dst] * esize, src, recv_block(src), recvcounts[src] * esize);
       if (s != status::success) return fail(t, s);
     }
-    return status::success;
+    return agree(t, status::success);  // a pair whose counts differed failed: every rank hears of it
   } else {
     // item i is step i + 1; a block the model leaves plain travels as its raw bytes, in one message
     struct hooks {

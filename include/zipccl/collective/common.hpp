@@ -1,10 +1,12 @@
 // zipccl: what the host collectives share: reduction ops, path strategies, options, and the
-// closing agreement that turns an error on one rank into an error on every rank.
+// agreements that turn an error or a mismatched call on one rank into an error on every rank.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 
 #include "../error.hpp"
+#include "../format/bytes.hpp"
 #include "../host/compress.hpp"
 #include "../transport/transport.hpp"
 
@@ -137,21 +139,72 @@ inline bool valid_options(const collective_options& o) {
   return format::valid_chunk_elems(o.codec.chunk_elems) && o.pipeline.depth >= 1;
 }
 
-// Every rank learns the worst status of all (a ring of n - 1 one-byte steps). A rank whose own
-// status was success but another's was not returns peer_failed; a rank with an error keeps it.
+// Every rank learns the worst status of all ranks and whether all of them passed the same
+// `signature` (call_signature below), in ceil(log2 n) rounds of 24-byte messages: in round k a
+// rank sends what it knows to r + 2^k and hears from r - 2^k, so after the last round each rank
+// has heard, directly or not, from every other. Returns the rank's own error if it has one;
+// else peer_failed when another rank's status was an error (or the exchange itself failed);
+// else size_mismatch, on every rank alike, when the signatures differ; else success.
 template <class Transport>
-status agree(Transport& t, status mine) {
-  const int n = t.size(), r = t.rank();
-  std::uint8_t worst = static_cast<std::uint8_t>(mine);
-  for (int step = 0; step + 1 < n; ++step) {
-    std::uint8_t in = 0;
-    const status s = t.sendrecv(ring_next(r, n), &worst, 1, ring_prev(r, n), &in, 1);
+status agree(Transport& t, status mine, std::uint64_t signature = 0) {
+  const std::int64_t n = t.size(), r = t.rank();
+  std::uint64_t worst = static_cast<std::uint64_t>(mine), lo = signature, hi = signature;
+  for (std::int64_t d = 1; d < n; d *= 2) {
+    std::uint8_t out[24], in[24] = {};
+    format::store_le<std::uint64_t>(out, worst);
+    format::store_le<std::uint64_t>(out + 8, lo);
+    format::store_le<std::uint64_t>(out + 16, hi);
+    const status s = t.sendrecv(static_cast<int>((r + d) % n), out, sizeof out, static_cast<int>((r - d % n + n) % n),
+                                in, sizeof in);
     if (s != status::success) return mine != status::success ? mine : status::peer_failed;
-    worst = in > worst ? in : worst;
+    const std::uint64_t w = format::load_le<std::uint64_t>(in), l = format::load_le<std::uint64_t>(in + 8),
+                        h = format::load_le<std::uint64_t>(in + 16);
+    worst = w > worst ? w : worst;
+    lo = l < lo ? l : lo;
+    hi = h > hi ? h : hi;
   }
   if (mine != status::success) return mine;
-  return worst == 0 ? status::success : status::peer_failed;
+  if (worst != 0) return status::peer_failed;
+  return lo == hi ? status::success : status::size_mismatch;
 }
+
+// What every rank of one call must agree on before any data moves: which collective, the
+// element type, the path (compressed or plain) and the count. Two calls that differ in any of
+// them get different signatures (up to a 2^-64 chance).
+enum class call_kind : std::uint64_t { all_gather = 1, reduce_scatter, all_reduce, all_to_all, send_recv };
+template <class Codec>
+std::uint64_t call_signature(call_kind kind, bool compressed, std::uint64_t count) {
+  std::uint64_t x = count * 0x9E3779B97F4A7C15ull;
+  x ^= static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(Codec::type) << 8 |
+       static_cast<std::uint64_t>(compressed) << 16;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Held by every collective call: should an exception leave the call (a user's transport or
+// hook threw), the transport is aborted on the way out, so that the other ranks fail at once
+// instead of waiting for this one until their timeout.
+template <class Transport>
+class abort_on_unwind {
+ public:
+  explicit abort_on_unwind(Transport& t) : t_(t), pending_(std::uncaught_exceptions()) {}
+  abort_on_unwind(const abort_on_unwind&) = delete;
+  abort_on_unwind& operator=(const abort_on_unwind&) = delete;
+  ~abort_on_unwind() {
+    if (std::uncaught_exceptions() <= pending_) return;
+    try {
+      t_.abort(status::peer_failed);
+    } catch (...) {
+    }
+  }
+
+ private:
+  Transport& t_;
+  int pending_;
+};
 
 // A failed transfer ends the collective on every rank: the transport's abort() makes the other
 // ranks' pending and later operations fail instead of waiting.

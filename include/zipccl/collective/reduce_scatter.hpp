@@ -84,18 +84,18 @@ void divide(std::uint8_t* dst, std::uint64_t n, int ranks) {
 }
 }  // namespace collective::detail
 
-template <class Codec, class Strategy = strategy::always, class Transport>
-status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction, Transport& t,
-                      void* workspace, std::uint64_t workspace_bytes, const collective_options& opt = {},
-                      const typename Codec::codebook_type& cb = {}) {
-  static_assert(transport::is_host_transport_v<Transport>, "reduce_scatter: Transport must model the host transport concept");
-  using namespace collective::detail;
+namespace collective::detail {
+// reduce_scatter without (check == false) or with the opening agreement on the call (common.hpp).
+template <class Codec, class Strategy, class Transport>
+status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction, Transport& t,
+                          void* workspace, std::uint64_t workspace_bytes, const collective_options& opt,
+                          const typename Codec::codebook_type& cb, bool check) {
   if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
     return opt.model.reduce_scatter(recvcount * Codec::element_size, t.size()).compress
-               ? reduce_scatter<Codec, strategy::always>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
-                                                         workspace_bytes, opt, cb)
-               : reduce_scatter<Codec, strategy::never>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
-                                                        workspace_bytes, opt, cb);
+               ? reduce_scatter_run<Codec, strategy::always>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
+                                                             workspace_bytes, opt, cb, check)
+               : reduce_scatter_run<Codec, strategy::never>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
+                                                            workspace_bytes, opt, cb, check);
   }
   using E = typename Codec::element_type;
   const int n = t.size(), r = t.rank();
@@ -109,6 +109,12 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
   if (n == 1) {
     if (block) std::memmove(acc, send, block);
     return status::success;
+  }
+  if (check) {
+    const status s = agree(t, status::success,
+                           call_signature<Codec>(call_kind::reduce_scatter, !std::is_same_v<Strategy, strategy::never>,
+                                                 recvcount));
+    if (s != status::success) return s;
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);
   if constexpr (std::is_same_v<Strategy, strategy::never>) {
@@ -216,9 +222,25 @@ status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvco
     return agree(t, status::success);
   }
 }
+}  // namespace collective::detail
+
+// Every rank passes the same recvcount, Codec and Strategy (and, with strategy::adaptive, the
+// same model): the ranks check this before any data moves, and every rank returns size_mismatch
+// when one differs.
+template <class Codec, class Strategy = strategy::always, class Transport>
+status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction, Transport& t,
+                      void* workspace, std::uint64_t workspace_bytes, const collective_options& opt = {},
+                      const typename Codec::codebook_type& cb = {}) {
+  static_assert(transport::is_host_transport_v<Transport>, "reduce_scatter: Transport must model the host transport concept");
+  const collective::detail::abort_on_unwind<Transport> guard(t);
+  return collective::detail::reduce_scatter_run<Codec, Strategy>(sendbuff, recvbuff, recvcount, reduction, t,
+                                                                 workspace, workspace_bytes, opt, cb, true);
+}
 
 // all_reduce = reduce_scatter + all_gather over size() blocks of ceil(count / size()) elements
-// (the tail padded with zeros in the workspace). recvbuff receives count elements.
+// (the tail padded with zeros in the workspace). recvbuff receives count elements. Every rank
+// passes the same count, Codec and Strategy: the ranks check this before any data moves, and
+// every rank returns size_mismatch when one differs.
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t all_reduce_workspace(std::uint64_t count, int ranks, const collective_options& opt = {}) {
   const std::uint64_t per = (count + ranks - 1) / static_cast<std::uint64_t>(ranks);
@@ -232,14 +254,28 @@ template <class Codec, class Strategy = strategy::always, class Transport>
 status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op reduction, Transport& t,
                   void* workspace, std::uint64_t workspace_bytes, const collective_options& opt = {},
                   const typename Codec::codebook_type& cb = {}) {
+  static_assert(transport::is_host_transport_v<Transport>, "all_reduce: Transport must model the host transport concept");
+  using namespace collective::detail;
+  const abort_on_unwind<Transport> guard(t);
   const int n = t.size();
   const std::uint64_t elem = Codec::element_size;
   const std::uint64_t per = (count + n - 1) / static_cast<std::uint64_t>(n);
   const std::uint64_t padded = format::align_up(per * static_cast<std::uint64_t>(n) * elem, 16);
   const std::uint64_t need = all_reduce_workspace<Codec, Strategy>(count, n, opt);
   if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || workspace_bytes < need ||
-      (workspace == nullptr && need != 0))
-    return collective::detail::fail(t, status::invalid_argument);
+      (workspace == nullptr && need != 0) || !valid_options(opt))
+    return fail(t, status::invalid_argument);
+  if (n > 1) {
+    // the whole count, not only the blocks of ceil(count / n) that the two stages see, and the
+    // path each stage takes
+    const std::uint64_t block = per * elem;
+    const bool rs = !std::is_same_v<Strategy, strategy::never> &&
+                    (!std::is_same_v<Strategy, strategy::adaptive> || opt.model.reduce_scatter(block, n).compress);
+    const bool ag = !std::is_same_v<Strategy, strategy::never> &&
+                    (!std::is_same_v<Strategy, strategy::adaptive> || opt.model.all_gather(block, n).compress);
+    const status s = agree(t, status::success, call_signature<Codec>(call_kind::all_reduce, rs, count) ^ (ag ? 1 : 0));
+    if (s != status::success) return s;
+  }
   auto* ws = static_cast<std::uint8_t*>(workspace);
   std::uint8_t* in = ws;                 // the input, padded to n * per elements
   std::uint8_t* gathered = ws + padded;  // the all_gather's output
@@ -248,9 +284,9 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
   const std::uint64_t rest_bytes = workspace_bytes - (rest - ws);
   if (padded) std::memset(in, 0, padded);
   if (count) std::memcpy(in, sendbuff, count * elem);
-  status s = reduce_scatter<Codec, Strategy>(in, mine, per, reduction, t, rest, rest_bytes, opt, cb);
+  status s = reduce_scatter_run<Codec, Strategy>(in, mine, per, reduction, t, rest, rest_bytes, opt, cb, false);
   if (s != status::success) return s;
-  s = all_gather<Codec, Strategy>(mine, gathered, per, t, rest, rest_bytes, opt, cb);
+  s = all_gather_run<Codec, Strategy>(mine, gathered, per, t, rest, rest_bytes, opt, cb, false);
   if (s != status::success) return s;
   if (count) std::memcpy(recvbuff, gathered, count * elem);
   return status::success;

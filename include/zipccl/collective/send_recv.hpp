@@ -3,7 +3,10 @@
 //   send<Codec, Strategy>(sendbuff, count, peer, transport, workspace, workspace_bytes)
 //   recv<Codec, Strategy>(recvbuff, count, peer, transport, workspace, workspace_bytes)
 //
-// Both sides name the same Codec, Strategy and count. The compressed path cuts the tensor into
+// Both sides name the same Codec, Strategy and count; they check this first, in one small
+// exchange, and both return size_mismatch when they differ. So send() returns only once the
+// receiver has entered recv() (as MPI_Ssend does): two ranks must not both send to each other
+// first (they both get size_mismatch); order the calls, one sends while the other receives. The compressed path cuts the tensor into
 // segments and sends each as two messages (detail/wire.hpp: a fixed-size section with a preamble
 // that names the count, then the escapes); with a transport that offers requests the sender keeps
 // up to pipeline.depth segments in flight while it codes the next, and the receiver decodes one
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <type_traits>
 #include <utility>
@@ -52,6 +56,20 @@ bool p2p_arguments_ok(const void* buf, std::uint64_t count, int peer, const Tran
          workspace_bytes >= send_recv_workspace<Codec, Strategy>(count, opt) &&
          (workspace != nullptr || workspace_bytes == 0);
 }
+// Sender and receiver first swap their call signatures (count, element type, path) and their
+// roles in one 9-byte exchange, so that a mismatch is an error on both ends at once, before any
+// data moves: size_mismatch (also when both ends called send, or both recv), or the transport's
+// error.
+template <class Codec, class Transport>
+status p2p_handshake(Transport& t, int peer, bool sending, bool compressed, std::uint64_t count) {
+  std::uint8_t mine[9], theirs[9] = {};
+  format::store_le<std::uint64_t>(mine, call_signature<Codec>(call_kind::send_recv, compressed, count));
+  mine[8] = sending ? 1 : 2;
+  const status s = t.sendrecv(peer, mine, sizeof mine, peer, theirs, sizeof theirs);
+  if (s != status::success) return s;
+  return std::memcmp(mine, theirs, 8) == 0 && theirs[8] == (sending ? 2 : 1) ? status::success
+                                                                             : status::size_mismatch;
+}
 }  // namespace collective::detail
 
 template <class Codec, class Strategy = strategy::always, class Transport>
@@ -60,36 +78,28 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
             const typename Codec::codebook_type& cb = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "send: Transport must model the host transport concept");
   using namespace collective::detail;
+  const abort_on_unwind<Transport> guard(t);
   if (!p2p_arguments_ok<Codec, Strategy>(sendbuff, count, peer, t, workspace, workspace_bytes, opt))
     return fail(t, status::invalid_argument);
-  if (!compress_hop<Codec, Strategy>(count, opt)) {
+  const bool packed = compress_hop<Codec, Strategy>(count, opt);
+  if (const status s = p2p_handshake<Codec>(t, peer, true, packed, count); s != status::success) return s;
+  if (!packed) {
     const status s = t.send(peer, sendbuff, count * Codec::element_size);
     return s == status::success ? s : fail(t, s);
   }
   const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
   auto* ws = static_cast<std::uint8_t*>(workspace);
   if constexpr (transport::has_requests_v<Transport>) {
-    using request = typename Transport::request;
-    std::deque<std::pair<request, request>> flight;
+    send_window<Transport> flight(t);
     status err = status::success;
-    auto retire = [&] {
-      const status a = t.wait(flight.front().first), b = t.wait(flight.front().second);
-      flight.pop_front();
-      return a != status::success ? a : b;
-    };
     for (std::uint64_t s = 0; s < plan.segments && err == status::success; ++s) {
-      const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot);
-      request head = t.isend(peer, out.fixed, out.fixed_bytes);  // in this order: the head goes first
-      request body = t.isend(peer, out.tail, out.tail_bytes);
-      flight.emplace_back(std::move(head), std::move(body));
-      while (flight.size() > opt.pipeline.depth && err == status::success) err = retire();
+      flight.post(s, peer, plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot));
+      while (flight.size() > opt.pipeline.depth && err == status::success) err = flight.retire();
     }
-    if (err != status::success) t.abort(err);
-    while (!flight.empty()) {
-      const status w = retire();
-      if (err == status::success && w != status::success) t.abort(err = w);
-    }
-    return err;
+    if (err != status::success) return flight.stop(err);
+    while (!flight.empty())
+      if ((err = flight.retire()) != status::success) return flight.stop(err);
+    return status::success;
   } else {
     for (std::uint64_t s = 0; s < plan.segments; ++s) {
       const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot);
@@ -106,9 +116,12 @@ status recv(void* recvbuff, std::uint64_t count, int peer, Transport& t, void* w
             const collective_options& opt = {}) {
   static_assert(transport::is_host_transport_v<Transport>, "recv: Transport must model the host transport concept");
   using namespace collective::detail;
+  const abort_on_unwind<Transport> guard(t);
   if (!p2p_arguments_ok<Codec, Strategy>(recvbuff, count, peer, t, workspace, workspace_bytes, opt))
     return fail(t, status::invalid_argument);
-  if (!compress_hop<Codec, Strategy>(count, opt)) {
+  const bool packed = compress_hop<Codec, Strategy>(count, opt);
+  if (const status s = p2p_handshake<Codec>(t, peer, false, packed, count); s != status::success) return s;
+  if (!packed) {
     const status s = t.recv(peer, recvbuff, count * Codec::element_size);
     return s == status::success ? s : fail(t, s);
   }
@@ -135,7 +148,7 @@ status recv(void* recvbuff, std::uint64_t count, int peer, Transport& t, void* w
       err = plan.decode_into(p, s, tail_bytes, opt.codec.checksum, recvbuff, scratch);
       if (err != status::success && s + 1 < plan.segments) {
         t.abort(err);
-        t.wait(head);
+        (void)t.wait(head);
       }
     }
     return err == status::success ? err : fail(t, err);

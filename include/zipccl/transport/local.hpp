@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -62,8 +63,40 @@ class local_transport {
     int state = 0;  // 0: queued, 1: being copied, 2: taken
     int src = 0, dst = 0;
   };
-  // The optional request-based operations (transport.hpp).
-  struct request {
+  // The optional request-based operations (transport.hpp). A request still pending when it is
+  // destroyed (a stack unwound by an exception, a request dropped without wait()) is withdrawn:
+  // a send's buffer is never read afterwards (a copy already under way is waited for), and the
+  // world is aborted, since the pair's message order can no longer be kept; every rank's pending
+  // and later operations then fail with peer_failed instead of waiting or reading freed memory.
+  class request {
+   public:
+    request() = default;
+    request(request&& o) noexcept { take(o); }
+    request& operator=(request&& o) noexcept {
+      if (this != &o) {
+        withdraw();
+        take(o);
+      }
+      return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    ~request() { withdraw(); }
+
+   private:
+    friend class local_transport;
+    inline void withdraw() noexcept;
+    void take(request& o) noexcept {
+      world = o.world;
+      result = o.result;
+      src = o.src;
+      buf = o.buf;
+      bytes = o.bytes;
+      sent = std::move(o.sent);
+      o.src = -1;
+      o.world = nullptr;
+    }
+    local_world* world = nullptr;
     status result = status::success;
     int src = -1;  // >= 0: a receive still to perform
     void* buf = nullptr;
@@ -92,16 +125,35 @@ class local_world {
   local_transport transport(int rank) { return local_transport(*this, rank); }
 
   // Runs f(local_transport&) once per rank, each on its own thread; returns when all have returned.
+  // A rank that throws aborts the world (the others' operations fail instead of waiting for it);
+  // once every rank has returned, the first exception is rethrown here. So is a failure to start
+  // a thread, after the ranks already started have been aborted and joined.
   template <class F>
   void run(F&& f) {
+    std::exception_ptr first;
+    std::mutex first_mu;
+    auto failed = [&](std::exception_ptr e) {
+      abort();
+      std::lock_guard<std::mutex> lock(first_mu);
+      if (!first) first = std::move(e);
+    };
     std::vector<std::thread> threads;
     threads.reserve(static_cast<std::size_t>(ranks_));
-    for (int r = 0; r < ranks_; ++r)
-      threads.emplace_back([this, r, &f] {
-        local_transport t(*this, r);
-        f(t);
-      });
+    try {
+      for (int r = 0; r < ranks_; ++r)
+        threads.emplace_back([this, r, &f, &failed] {
+          try {
+            local_transport t(*this, r);
+            f(t);
+          } catch (...) {
+            failed(std::current_exception());
+          }
+        });
+    } catch (...) {
+      failed(std::current_exception());
+    }
     for (auto& t : threads) t.join();
+    if (first) std::rethrow_exception(first);
   }
 
   // Bytes and messages sent from src to dst since construction or the last reset.
@@ -202,6 +254,28 @@ class local_world {
     }
   }
 
+  // A request destroyed before wait(): a lent message still queued is taken back, one being
+  // copied is waited for; then everyone is told to give up (the link's order is broken).
+  void cancel(const std::shared_ptr<local_transport::handoff>& h) noexcept {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (h) {
+        if (h->state == 0) {
+          auto& q = at(h->src, h->dst).queue;
+          for (auto it = q.begin(); it != q.end(); ++it)
+            if (it->handoff == h) {
+              q.erase(it);
+              break;
+            }
+          h->state = 2;
+        }
+        while (h->state != 2) cv_.wait(lock);  // a copy under way ends without the lock
+      }
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+
   // wait == false: returns timed_out at once when no message has arrived yet.
   status recv(int dst, int src, void* buf, std::uint64_t bytes, bool wait = true) {
     if (!valid(src) || !valid(dst) || (buf == nullptr && bytes != 0)) return status::invalid_argument;
@@ -261,6 +335,7 @@ local_transport::request local_transport::isend(int dst, const void* buf, std::u
   q.sent->dst = dst;
   q.result = world_->send(rank_, dst, buf, bytes, q.sent);
   if (q.result != status::success) q.sent.reset();
+  else q.world = world_;
   return q;
 }
 status local_transport::wait(request& q) {
@@ -272,6 +347,7 @@ status local_transport::wait(request& q) {
     q.result = world_->wait_taken(q.sent);
     q.sent.reset();
   }
+  q.world = nullptr;
   return q.result;
 }
 local_transport::request local_transport::irecv(int src, void* buf, std::uint64_t bytes) {
@@ -281,12 +357,19 @@ local_transport::request local_transport::irecv(int src, void* buf, std::uint64_
     q.src = src;
     q.buf = buf;
     q.bytes = bytes;
+    q.world = world_;
   } else {
     q.result = now;
   }
   return q;
 }
 void local_transport::abort(status) { world_->abort(); }
+void local_transport::request::withdraw() noexcept {
+  if (world != nullptr && (src >= 0 || sent)) world->cancel(sent);
+  world = nullptr;
+  src = -1;
+  sent.reset();
+}
 
 static_assert(is_host_transport_v<local_transport>, "local_transport must model the host transport concept");
 static_assert(has_requests_v<local_transport>, "local_transport offers request-based operations");

@@ -38,7 +38,10 @@ class mpi {
     MPI_Comm_size(comm_, &size_);
   }
   // Operations cut short by an error are finished here where MPI lets them; the buffers of any
-  // that never finish are left allocated, since MPI may still write to them.
+  // that never finish are left allocated, since MPI may still write to them. After an abort the
+  // duplicated communicator is not freed either: messages of the failed exchange may still be
+  // queued at a peer, and Open MPI, reusing the freed communicator's context id for the next
+  // one, then stalled that communicator's operations until their timeout.
   ~mpi() {
     for (auto& o : orphans_) {
       int done = 0;
@@ -46,7 +49,7 @@ class mpi {
           !done)
         o.release();
     }
-    MPI_Comm_free(&comm_);
+    if (!aborted_) MPI_Comm_free(&comm_);
   }
   mpi(const mpi&) = delete;
   mpi& operator=(const mpi&) = delete;
@@ -58,12 +61,33 @@ class mpi {
   // buffer the transport owns (a copy of what is sent, a landing place for what is received), so
   // that an operation cut short by an abort never touches the caller's memory afterwards: its
   // buffer is kept, with the operation, until the transport is destroyed.
+  //
+  // A request destroyed before wait() (a stack unwound by an exception) hands its operations and
+  // buffers to the transport, which cancels them, keeps the buffers until it is destroyed and
+  // aborts, so that the peers fail instead of waiting. The transport must outlive its requests.
   class request {
    public:
     request() = default;
+    request(request&& o) noexcept : st_(std::move(o.st_)), early_(o.early_), owner_(o.owner_) {}
+    request& operator=(request&& o) noexcept {
+      if (this != &o) {
+        drop();
+        st_ = std::move(o.st_);
+        early_ = o.early_;
+        owner_ = o.owner_;
+      }
+      return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    ~request() { drop(); }
 
    private:
     friend class mpi;
+    void drop() noexcept {
+      if (st_ && owner_ != nullptr) owner_->withdraw(std::move(st_));
+      st_.reset();
+    }
     struct state {
       std::uint64_t header = 0;    // the size word sent, or received
       std::uint64_t expected = 0;  // a receive: the size the caller asked for
@@ -74,6 +98,7 @@ class mpi {
     };
     std::unique_ptr<state> st_;
     status early_ = status::success;  // a failure found when posting
+    mpi* owner_ = nullptr;
   };
 
   request isend(int dst, const void* buf, std::uint64_t bytes) {
@@ -181,6 +206,7 @@ class mpi {
   // A request's state with its arguments checked (early_ says why not, and nothing is posted).
   request start(int peer, void* buf, std::uint64_t bytes, bool receiving) {
     request q;
+    q.owner_ = this;
     q.st_ = std::make_unique<request::state>();
     q.st_->expected = bytes;
     q.st_->receiving = receiving;
@@ -188,6 +214,20 @@ class mpi {
     if (!valid(peer) || (buf == nullptr && bytes != 0)) q.early_ = status::invalid_argument;
     else if (aborted_) q.early_ = status::peer_failed;
     return q;
+  }
+
+  // A request dropped before wait(): its operations are cancelled and its buffers kept (MPI may
+  // still use them); when anything had been posted, the peers are told to give up.
+  void withdraw(std::unique_ptr<request::state> st) noexcept {
+    if (st->reqs.empty()) return;
+    for (auto& r : st->reqs)
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    try {
+      orphans_.push_back(std::move(st));
+    } catch (...) {
+      (void)st.release();  // no room to keep it: leak it rather than free what MPI may use
+    }
+    abort(status::peer_failed);
   }
 
   // Posts the size word and the data's pieces (sends or receives).

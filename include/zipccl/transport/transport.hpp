@@ -24,8 +24,15 @@
 //   request irecv(int src, void* buf, std::uint64_t bytes);         buf stays valid until wait()
 //   status wait(request& r);                                         exactly once per request
 //
-// `request` is a default-constructible, movable member type. Receives from one source complete in
-// the order they were posted, and the collectives wait on them in that order too.
+// `request` is a default-constructible, movable member type; wait() on a default-constructed one
+// returns success. Receives from one source complete in the order they were posted, and the
+// collectives wait on them in that order too. The collectives wait for every request they post,
+// except while an exception unwinds their stack (a transport call or a hook threw): they then
+// call abort() and wait for their outstanding sends before their buffers go, and an exception
+// from wait() there is swallowed. A transport whose requests can be destroyed before wait()
+// should make that safe, as transport::local and transport::mpi do: the operation is withdrawn
+// (or keeps a buffer of its own) and the peers are aborted, so no one touches freed memory and
+// no one waits for a message that will not come.
 //
 // Optional, for the plain path: a native uncompressed all_gather of `bytes` per rank, which
 // all_gather<Codec, strategy::never> then uses instead of its ring (it moves bytes only, so results

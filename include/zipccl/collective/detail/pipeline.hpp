@@ -110,38 +110,84 @@ struct segment_plan {
   }
 };
 
+// The outgoing segments a rank has posted and not yet waited for, oldest first; each is a head
+// and (optionally) a tail request. Should an exception unwind the collective's stack (a user's
+// transport or hook may throw), the destructor aborts the transport and waits for every request
+// still posted before the buffers they point into are freed; errors and further exceptions are
+// ignored there, since the first exception is already on its way.
+template <class Transport>
+class send_window {
+ public:
+  using request = typename Transport::request;
+  explicit send_window(Transport& t) : t_(t) {}
+  send_window(const send_window&) = delete;
+  send_window& operator=(const send_window&) = delete;
+  ~send_window() {
+    if (q_.empty()) return;
+    try {
+      t_.abort(status::peer_failed);
+    } catch (...) {
+    }
+    while (!q_.empty()) {
+      try {
+        (void)t_.wait(q_.front().head);
+      } catch (...) {
+      }
+      try {
+        (void)t_.wait(q_.front().body);
+      } catch (...) {
+      }
+      q_.pop_front();
+    }
+  }
+  // Posts a segment's head, then its tail (when it has one), in that order.
+  void post(std::uint64_t item, int dst, const section& out) {
+    q_.emplace_back();
+    q_.back().item = item;
+    q_.back().head = t_.isend(dst, out.fixed, out.fixed_bytes);
+    if (out.tail != nullptr) q_.back().body = t_.isend(dst, out.tail, out.tail_bytes);
+  }
+  // Waits for the oldest segment's requests; the first error of the two.
+  status retire() {
+    const status a = t_.wait(q_.front().head);
+    const status b = t_.wait(q_.front().body);
+    q_.pop_front();
+    return a != status::success ? a : b;
+  }
+  // Aborts the transport with `why`, then waits for every posted segment (they end at once).
+  status stop(status why) {
+    t_.abort(why);
+    while (!q_.empty()) (void)retire();
+    return why;
+  }
+  bool empty() const { return q_.empty(); }
+  std::size_t size() const { return q_.size(); }
+  std::uint64_t oldest() const { return q_.front().item; }
+
+ private:
+  struct entry {
+    std::uint64_t item = 0;
+    request head, body;
+  };
+  Transport& t_;
+  std::deque<entry> q_;
+};
+
 template <class Transport, class Hooks>
 status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint64_t reuse, Hooks& h) {
   if constexpr (transport::has_requests_v<Transport>) {
     using request = typename Transport::request;
-    struct pending {
-      std::uint64_t item;
-      request fixed, tail;
-    };
-    std::deque<pending> sends;
+    send_window<Transport> sends(t);
     std::uint64_t posted = 0;
     status err = status::success;
-    auto retire = [&]() {
-      status a = t.wait(sends.front().fixed);
-      status b = t.wait(sends.front().tail);
-      sends.pop_front();
-      return a != status::success ? a : b;
-    };
-    auto stop = [&](status s) {
-      t.abort(s);
-      while (!sends.empty()) retire();  // after the abort these end at once
-      return s;
-    };
+    auto stop = [&](status s) { return sends.stop(s); };
     auto post_ready = [&](std::uint64_t limit) {
       while (posted < items && posted < limit && h.ready(posted)) {
-        while (reuse != 0 && !sends.empty() && sends.front().item + reuse <= posted)  // buffer reused
-          if ((err = retire()) != status::success) return err;
+        while (reuse != 0 && !sends.empty() && sends.oldest() + reuse <= posted)  // buffer reused
+          if ((err = sends.retire()) != status::success) return err;
         section out;
         if ((err = h.produce(posted, &out)) != status::success) return err;
-        const int dst = h.dst(posted);
-        pending p{posted, t.isend(dst, out.fixed, out.fixed_bytes), {}};  // braces: the head is posted first
-        if (out.tail != nullptr) p.tail = t.isend(dst, out.tail, out.tail_bytes);
-        sends.push_back(std::move(p));
+        sends.post(posted, h.dst(posted), out);
         ++posted;
       }
       return status::success;
@@ -152,11 +198,12 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
       request rf = t.irecv(h.src(i), in.fixed, in.fixed_bytes);
       if (i > 0 && (err = h.consume(i - 1)) != status::success) {
         t.abort(err);
-        t.wait(rf);
+        (void)t.wait(rf);
         return stop(err);
       }
       if ((err = post_ready(i + depth)) != status::success) {
-        t.wait(rf);
+        t.abort(err);
+        (void)t.wait(rf);
         return stop(err);
       }
       if ((err = t.wait(rf)) != status::success) return stop(err);
@@ -168,11 +215,11 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
         if ((err = t.wait(rt)) != status::success) return stop(err);
       }
       while (sends.size() > depth)
-        if ((err = retire()) != status::success) return stop(err);
+        if ((err = sends.retire()) != status::success) return stop(err);
     }
     if (items && (err = h.consume(items - 1)) != status::success) return stop(err);
     while (!sends.empty())
-      if ((err = retire()) != status::success) return stop(err);
+      if ((err = sends.retire()) != status::success) return stop(err);
     return status::success;
   } else {
     (void)depth;
