@@ -38,6 +38,7 @@
 #include <zipccl/subspace/rvq.hpp>
 #endif
 
+#include "file_io.hpp"
 #include "npy.hpp"
 
 namespace {
@@ -111,20 +112,8 @@ std::uint64_t parse_uint(const std::string& s, const char* what) {
   }
 }
 
-std::vector<std::uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::vector<std::uint8_t> v((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("cannot read " + path);
-  return v;
-}
-
-void write_file(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("cannot create " + path);
-  out.write(reinterpret_cast<const char*>(p), static_cast<std::streamsize>(n));
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
+using zipccl_tool::read_file;
+using zipccl_tool::write_file;
 
 zipccl::dtype dtype_from_name(const std::string& s) {
   if (s == "bf16") return zipccl::dtype::bf16;
@@ -156,7 +145,12 @@ tensor load_tensor(const std::string& path, const std::optional<std::string>& dt
   if (dtype_opt) given = dtype_from_name(*dtype_opt);
   if (zipccl_tool::is_npy(t.file)) {
     // the header's descr decides; a --dtype that disagrees is an error
-    const auto a = zipccl_tool::parse_npy(t.file);
+    zipccl_tool::npy_array a;
+    try {
+      a = zipccl_tool::parse_npy(t.file);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(path + ": " + e.what());
+    }
     const std::string& descr = a.descr;
     const auto from = dtype_from_npy(descr);
     if (!from) throw std::runtime_error(path + ": unsupported .npy dtype '" + descr + "'");
@@ -164,7 +158,11 @@ tensor load_tensor(const std::string& path, const std::optional<std::string>& dt
       throw std::runtime_error(path + ": --dtype " + zipccl::dtype_name(*given) + " but the .npy holds " +
                                zipccl::dtype_name(*from));
     t.type = *from;
-    zipccl_tool::check_npy_size(t.file, a, zipccl::dtype_size(t.type));
+    try {
+      zipccl_tool::check_npy_size(t.file, a, zipccl::dtype_size(t.type));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(path + ": " + e.what());
+    }
     t.offset = a.data_offset;
     t.count = a.count;
     return t;
@@ -203,7 +201,13 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
     } else if (policy == "fixed") {
       zipccl::codebook::fixed f;
       if (window) {
-        f = zipccl::codebook::fixed::window<E>(static_cast<std::int64_t>(parse_uint(*window, "--window")));
+        // the window lo .. lo + 6 must lie inside the type's exponent field
+        const std::uint64_t hi = E::exponent_count - zipccl::format::table_size;
+        const std::uint64_t lo = parse_uint(*window, "--window");
+        if (lo > hi)
+          throw usage_error("--window for " + std::string(zipccl::dtype_name(E::id)) + " must be between 0 and " +
+                            std::to_string(hi) + " (the lowest of 7 exponent fields), got '" + *window + "'");
+        f = zipccl::codebook::fixed::window<E>(static_cast<std::int64_t>(lo));
       } else {
         std::vector<bits> aligned(t.count);
         if (t.count) std::memcpy(aligned.data(), t.data(), t.bytes());
@@ -243,6 +247,7 @@ int cmd_compress(const args& a) {
   const auto opt = compress_options_from(a);
   const std::string policy = a.get("--codebook").value_or("analytic");
   if (a.get("--window") && policy != "fixed") throw usage_error("--window goes with --codebook fixed");
+  zipccl_tool::refuse_same_file(a.files[0], a.files[1]);
   const tensor t = load_tensor(a.files[0], a.get("--dtype"));
   const auto t0 = std::chrono::steady_clock::now();
   const auto out = compress_tensor(t, policy, opt, a.get("--window"));
@@ -270,6 +275,7 @@ int cmd_decompress(const args& a) {
     throw usage_error("decompress takes only --threads and --json (the stream describes itself)");
   zipccl::host::decompress_options opt;
   opt.threads = compress_options_from(a).threads;
+  zipccl_tool::refuse_same_file(a.files[0], a.files[1]);
   const auto in = read_file(a.files[0]);
   zipccl::host::stream_info info;
   zipccl::status s = zipccl::host::read_header(in.data(), in.size(), &info);
@@ -559,25 +565,31 @@ int cmd_subspace_fit(const args& a) {
 }
 #endif
 
+int run_command(const args& a) {
+  if (a.command == "compress") return cmd_compress(a);
+  if (a.command == "decompress") return cmd_decompress(a);
+  if (a.command == "inspect") return cmd_inspect(a);
+  if (a.command == "plan") return cmd_plan(a);
+#if ZIPCCL_TOOL_SUBSPACE
+  if (a.command == "subspace-fit") return cmd_subspace_fit(a);
+#else
+  if (a.command == "subspace-fit") throw std::runtime_error("subspace-fit: this zipccl was built without a BLAS");
+#endif
+  if (a.command == "--help" || a.command == "-h" || a.command == "help") {
+    std::fputs(usage_text, stdout);
+    return 0;
+  }
+  throw usage_error("unknown command '" + a.command + "'");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const args a = parse(argc, argv);
-    if (a.command == "compress") return cmd_compress(a);
-    if (a.command == "decompress") return cmd_decompress(a);
-    if (a.command == "inspect") return cmd_inspect(a);
-    if (a.command == "plan") return cmd_plan(a);
-#if ZIPCCL_TOOL_SUBSPACE
-    if (a.command == "subspace-fit") return cmd_subspace_fit(a);
-#else
-    if (a.command == "subspace-fit") throw std::runtime_error("subspace-fit: this zipccl was built without a BLAS");
-#endif
-    if (a.command == "--help" || a.command == "-h" || a.command == "help") {
-      std::fputs(usage_text, stdout);
-      return 0;
-    }
-    throw usage_error("unknown command '" + a.command + "'");
+    const int rc = run_command(a);
+    zipccl_tool::close_stdout();  // a summary that could not be written is an error too
+    return rc;
   } catch (const usage_error& e) {
     std::fprintf(stderr, "zipccl: error: %s (see 'zipccl --help')\n", e.what());
     return 2;

@@ -36,7 +36,7 @@ inline npy_array parse_npy(const std::vector<std::uint8_t>& f) {
   }
   if (start + header_len > f.size()) throw std::runtime_error("truncated .npy header");
   const std::string h(reinterpret_cast<const char*>(f.data() + start), header_len);
-  auto value_of = [&](const std::string& key) -> std::string {
+  auto value_of = [&](const std::string& key, bool* quoted = nullptr) -> std::string {
     const auto k = h.find("'" + key + "'");
     if (k == std::string::npos) throw std::runtime_error(".npy header has no '" + key + "'");
     auto p = h.find(':', k);
@@ -44,6 +44,7 @@ inline npy_array parse_npy(const std::vector<std::uint8_t>& f) {
     ++p;
     while (p < h.size() && h[p] == ' ') ++p;
     if (p >= h.size()) throw std::runtime_error("malformed .npy header");
+    if (quoted != nullptr) *quoted = h[p] == '\'';
     if (h[p] == '\'') {
       const auto e = h.find('\'', p + 1);
       if (e == std::string::npos) throw std::runtime_error("malformed .npy header");
@@ -55,25 +56,40 @@ inline npy_array parse_npy(const std::vector<std::uint8_t>& f) {
       return h.substr(p + 1, e - p - 1);
     }
     const auto e = h.find_first_of(",}", p);
-    return h.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    std::string v = h.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    while (!v.empty() && v.back() == ' ') v.pop_back();
+    return v;
   };
   npy_array a;
-  a.descr = value_of("descr");
+  // descr is a quoted string; a structured or unquoted dtype is not something this tool reads
+  bool quoted = false;
+  a.descr = value_of("descr", &quoted);
+  if (!quoted) throw std::runtime_error(".npy 'descr' must be a quoted dtype string such as '<f4'");
+  const std::string order = value_of("fortran_order");
+  if (order != "False" && order != "True")
+    throw std::runtime_error(".npy 'fortran_order' must be True or False, got '" + order + "'");
   const std::string shape = value_of("shape");
-  std::uint64_t count = 1;
+  std::uint64_t count = 1, dims_over_one = 0;
   std::string num;
   for (char c : shape + ",") {
     if (c >= '0' && c <= '9') {
       num += c;
+      if (num.size() > 19) throw std::runtime_error(".npy shape has a dimension too large: " + num + "...");
     } else if (c == ',' && !num.empty()) {
-      const std::uint64_t d = std::stoull(num);
+      const std::uint64_t d = std::stoull(num);  // at most 19 digits: fits
       if (d != 0 && count > UINT64_MAX / d) throw std::runtime_error(".npy shape overflows");
       count *= d;
+      dims_over_one += d > 1 ? 1 : 0;
       num.clear();
     } else if (c != ' ' && c != ',' && c != 'L') {
-      throw std::runtime_error("malformed .npy shape");
+      throw std::runtime_error("malformed .npy shape (" + shape + ")");
     }
   }
+  // In Fortran order the elements of a matrix lie column by column; the tool's raw output would
+  // then silently be in another order than numpy's C order. A vector is the same either way.
+  if (order == "True" && dims_over_one > 1)
+    throw std::runtime_error("Fortran-order .npy arrays are not supported; save a C-order copy "
+                             "(numpy.ascontiguousarray)");
   a.count = count;
   a.data_offset = start + header_len;
   return a;

@@ -115,6 +115,108 @@ d = bytearray(open('ok.zpc','rb').read()); d[len(d)//2] ^= 0x10; open('flip.zpc'
   one_line_error "$zipccl" decompress flip.zpc out.raw
   grep -q 'checksum mismatch' err.txt || { echo "FAILED: flipped byte not reported as checksum mismatch"; fail=1; }
   ;;
+hostile)
+  # Defects an adversarial campaign found (issue 10); each check failed before its fix.
+  # 1. a 1,584-byte stream whose (valid) header claims 3 * 2^30 bf16: rejected at once, in little memory
+  "$py" - <<'PY'
+import struct
+M = 2**64 - 1
+def mix(x):
+    x ^= x >> 32; x = (x * 0xD6E8FEB86659FD93) & M; x ^= x >> 32
+    x = (x * 0xD6E8FEB86659FD93) & M; return x ^ (x >> 32)
+def hsum(words, first):
+    return sum(mix((w + (first + j + 1) * 0x9E3779B97F4A7C15) & M) for j, w in enumerate(words)) & M
+chunk, count = 1 << 24, 3 << 30
+chunks = count // chunk
+total = (48 + 8 * chunks + 15) // 16 * 16
+head = struct.pack('<4sHBBIIQQII', b'ZPCL', 1, 1, 1, 0, chunk, count, total, chunks, 0)
+h = mix(((hsum(struct.unpack('<5Q', head), 0) + hsum([0] * chunks, 5)) & M) ^ (5 + chunks))
+open('bomb.zpc', 'wb').write(head + struct.pack('<Q', h) + bytes(total - 48))
+PY
+  "$py" - "$zipccl" <<'PY' || fail=1
+import resource, subprocess, sys, time
+t0 = time.time()
+r = subprocess.run([sys.argv[1], 'decompress', 'bomb.zpc', 'bomb.out'], capture_output=True)
+secs = time.time() - t0
+peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+assert r.returncode == 1 and b'corrupt stream' in r.stderr, r
+assert secs < 1.0, secs
+assert peak_kib < 100 * 1024, peak_kib
+PY
+  # 3. no thread can be started (a process limit of 1 for an unprivileged user): the work is done
+  #    on the calling thread instead of std::terminate
+  "$zipccl" compress --dtype bf16 --chunk 4096 x.bf16 th.zpc >/dev/null || fail=1
+  if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    mkdir -p lim && chmod 777 lim && chmod 644 th.zpc
+    # (OpenBLAS, linked for subspace-fit, starts its own threads when loaded unless told not to)
+    OPENBLAS_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 setpriv --reuid=65534 --regid=65534 --clear-groups \
+      bash -c "ulimit -u 1 && exec '$zipccl' decompress --threads 8 th.zpc lim/th.back" >/dev/null 2>lim.err
+    rc=$?
+    if [ $rc -ne 0 ] || ! cmp -s x.bf16 lim/th.back; then echo "FAILED: decompress --threads 8 under ulimit -u 1 (exit $rc)"; cat lim.err; fail=1; fi
+  else
+    echo "cli.hostile: skipped the thread-limit check (needs root and setpriv)"
+  fi
+  # 4. writes that fail are errors: the output, and the summary on standard output
+  one_line_error "$zipccl" compress --dtype bf16 x.bf16 /dev/full
+  one_line_error "$zipccl" decompress th.zpc /dev/full
+  "$zipccl" compress --dtype bf16 --json x.bf16 j.zpc >/dev/full 2>err.txt
+  rc=$?; [ $rc -eq 1 ] && [ "$(wc -l <err.txt)" -eq 1 ] || { echo "FAILED: --json to a full stdout (exit $rc)"; fail=1; }
+  "$zipccl" decompress th.zpc t.out >/dev/full 2>err.txt
+  rc=$?; [ $rc -eq 1 ] || { echo "FAILED: summary to a full stdout (exit $rc)"; fail=1; }
+  check "'$zipccl' decompress th.zpc /dev/null >/dev/null"   # a device that takes the bytes is fine
+  # 5. a failed write never destroys data; the output may not be the input
+  cp th.zpc keep.zpc
+  one_line_error "$zipccl" decompress th.zpc th.zpc
+  ln -f th.zpc hard.zpc && ln -sf th.zpc soft.zpc
+  one_line_error "$zipccl" decompress th.zpc hard.zpc
+  one_line_error "$zipccl" decompress soft.zpc th.zpc
+  one_line_error "$zipccl" compress --dtype bf16 x.bf16 x.bf16
+  check "cmp -s th.zpc keep.zpc"
+  printf precious >old.raw
+  (trap '' XFSZ; ulimit -f 16; exec "$zipccl" decompress th.zpc old.raw) >/dev/null 2>err.txt
+  rc=$?; [ $rc -eq 1 ] || { echo "FAILED: a write over the file size limit (exit $rc)"; fail=1; }
+  check "[ \"\$(cat old.raw)\" = precious ]"
+  check "! ls -a | grep -q zipccl-"                 # no temporary file left behind
+  (trap '' XFSZ; ulimit -f 16; exec "$zipccl" decompress th.zpc new.raw) >/dev/null 2>&1
+  check "[ ! -e new.raw ]"
+  if mkdir -p small && mount -t tmpfs -o size=64k tmpfs small 2>/dev/null; then  # a real full disk
+    printf precious >small/old.raw
+    "$zipccl" decompress th.zpc small/old.raw >/dev/null 2>err.txt
+    rc=$?
+    [ $rc -eq 1 ] && grep -q 'No space left' err.txt || { echo "FAILED: ENOSPC (exit $rc): $(cat err.txt)"; fail=1; }
+    [ "$(cat small/old.raw)" = precious ] && [ "$(ls -a small | wc -l)" -eq 3 ] || { echo "FAILED: ENOSPC left damage: $(ls -a small)"; fail=1; }
+    umount small
+  else
+    echo "cli.hostile: skipped the tmpfs ENOSPC check (mount not permitted)"
+  fi
+  # 7. bad option values and odd inputs get one clear line each
+  one_line_error "$zipccl" compress --dtype bf16 --codebook fixed --window 300 x.bf16 w.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --codebook fixed --window 18446744073709551615 x.bf16 w.zpc
+  one_line_error "$zipccl" compress --dtype fp16 --codebook fixed --window 40 x.fp16 w.zpc
+  grep -q 'between 0 and 25' err.txt || { echo "FAILED: --window range not named: $(cat err.txt)"; fail=1; }
+  check "'$zipccl' compress --dtype fp16 --codebook fixed --window 25 x.fp16 w.zpc >/dev/null"
+  "$py" - <<'PY'
+import struct
+def npy(name, header, data=b''):
+    h = header + ' ' * ((64 - (10 + len(header) + 1) % 64) % 64) + '\n'
+    open(name, 'wb').write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(h)) + h.encode() + data)
+npy('long.npy', "{'descr': '<f4', 'fortran_order': False, 'shape': (123456789012345678901234567890,), }")
+npy('fortran.npy', "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", bytes(24))
+npy('fortran1d.npy', "{'descr': '<f4', 'fortran_order': True, 'shape': (6,), }", bytes(24))
+npy('bare.npy', "{'descr': f4, 'fortran_order': False, 'shape': (6,), }", bytes(24))
+PY
+  for f in long.npy fortran.npy bare.npy; do
+    one_line_error "$zipccl" compress $f out.zpc
+    grep -q "$f" err.txt || { echo "FAILED: the error for $f does not name it: $(cat err.txt)"; fail=1; }
+  done
+  grep -q 'quoted' err.txt || { echo "FAILED: unquoted descr: $(cat err.txt)"; fail=1; }
+  check "'$zipccl' compress fortran1d.npy f1.zpc >/dev/null"   # a vector is the same in either order
+  mkdir -p adir
+  one_line_error "$zipccl" compress --dtype bf16 adir out.zpc
+  grep -q 'is a directory' err.txt || { echo "FAILED: directory input: $(cat err.txt)"; fail=1; }
+  one_line_error "$zipccl" decompress adir out.raw
+  one_line_error "$zipccl" compress --dtype bf16 x.bf16 adir
+  ;;
 subspace)
   # activations near a rank-6 subspace in 32 dimensions, plus a per-token offset and some noise
   "$py" - <<'PY'

@@ -1,0 +1,143 @@
+// File input and output for the zipccl tool (POSIX).
+//
+// Reads name the file and the system's reason when they fail. Writes never leave a damaged file
+// behind: a regular output is written to a temporary file beside it, flushed to disk and renamed
+// into place only when every write, fsync and close has succeeded (on failure the temporary file
+// is removed and an existing output keeps its old contents). An output that is not a regular file
+// (a device such as /dev/null, a pipe) is written in place, with every write and the close
+// checked. An output that is the input itself (the same path, a link to it, the same inode) is
+// refused before anything is read.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace zipccl_tool {
+
+inline std::runtime_error io_error(const std::string& what, const std::string& path, int err) {
+  return std::runtime_error(what + " " + path + ": " + std::strerror(err));
+}
+
+// The whole file at `path`, which must be a regular file, a device or a pipe (not a directory).
+inline std::vector<std::uint8_t> read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw io_error("cannot read", path, e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error(path + " is a directory, not a file");
+  }
+  std::vector<std::uint8_t> v;
+  try {
+    if (S_ISREG(st.st_mode) && st.st_size > 0) v.reserve(static_cast<std::size_t>(st.st_size));
+    std::uint8_t buf[1 << 16];
+    for (;;) {
+      const ssize_t got = ::read(fd, buf, sizeof buf);
+      if (got == 0) break;
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw io_error("cannot read", path, errno);
+      }
+      v.insert(v.end(), buf, buf + got);
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return v;
+}
+
+// Throws when `out` names the same file as `in` (after links), so that writing it cannot
+// destroy the input.
+inline void refuse_same_file(const std::string& in, const std::string& out) {
+  struct stat a {}, b {};
+  if (::stat(in.c_str(), &a) != 0 || ::stat(out.c_str(), &b) != 0) return;  // out does not exist yet
+  if (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+    throw std::runtime_error("the output " + out + " is the input file " + in + "; choose another output");
+}
+
+namespace detail {
+inline int write_all(int fd, const std::uint8_t* p, std::uint64_t n) {
+  while (n > 0) {
+    const std::size_t piece = n < (1u << 30) ? static_cast<std::size_t>(n) : (1u << 30);
+    const ssize_t put = ::write(fd, p, piece);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (put == 0) return EIO;
+    p += put;
+    n -= static_cast<std::uint64_t>(put);
+  }
+  return 0;
+}
+}  // namespace detail
+
+inline void write_file(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) throw std::runtime_error(path + " is a directory, not a file");
+  if (exists && !S_ISREG(st.st_mode)) {  // a device or a pipe: written in place
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw io_error("cannot open", path, errno);
+    int e = detail::write_all(fd, p, n);
+    if (::close(fd) != 0 && e == 0) e = errno;
+    if (e != 0) throw io_error("cannot write", path, e);
+    return;
+  }
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string tmp = dir + "." + base + ".zipccl-XXXXXX";
+  std::vector<char> name(tmp.begin(), tmp.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw io_error("cannot create a file beside", path, errno);
+  tmp = name.data();
+  // the permissions a plain create would give (or the replaced file's)
+  mode_t mode = 0;
+  if (exists) {
+    mode = st.st_mode & 07777;
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  int e = ::fchmod(fd, mode) != 0 ? errno : 0;
+  if (e == 0) e = detail::write_all(fd, p, n);
+  if (e == 0 && ::fsync(fd) != 0) e = errno;
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) e = errno;
+  if (e != 0) {
+    ::unlink(tmp.c_str());
+    throw io_error("cannot write", path, e);
+  }
+}
+
+// Flushes and closes standard output; throws when anything written to it was lost (a full disk,
+// a closed pipe), so that the tool exits non-zero.
+inline void close_stdout() {
+  const bool bad = std::ferror(stdout) != 0;
+  if (std::fflush(stdout) != 0 || bad) {
+    const int e = errno;
+    throw std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(bad && e == 0 ? EIO : e));
+  }
+  if (std::fclose(stdout) != 0) throw std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(errno));
+}
+
+}  // namespace zipccl_tool
