@@ -24,6 +24,7 @@ namespace {
 using tuning = zipccl::cuda::default_tuning;
 
 using zipccl::bench::device_mem;
+using zipccl::bench::first_error;
 using zipccl::bench::time_ms;
 
 std::map<std::size_t, double> copy_rate;  // bytes of input per second of a D2D copy
@@ -61,24 +62,26 @@ void bm_codec(benchmark::State& state) {
   if (!in.p || !out.p || !back.p) return state.SkipWithError("cudaMalloc failed");
   fill<E>(in.p, n);
   std::size_t ct = 0, dt = 0;
-  zipccl::cuda::compress<Codec, tuning>(nullptr, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0);
-  zipccl::cuda::decompress<E, tuning>(nullptr, dt, out.p, cap, back.p, bytes, static_cast<zipccl::status*>(st.p), 0);
+  first_error err;
+  err(zipccl::cuda::compress<Codec, tuning>(nullptr, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0));
+  err(zipccl::cuda::decompress<E, tuning>(nullptr, dt, out.p, cap, back.p, bytes, static_cast<zipccl::status*>(st.p), 0));
   device_mem ctemp(ct), dtemp(dt);
   auto comp = [&] {
-    zipccl::cuda::compress<Codec, tuning>(ctemp.p, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0);
+    err(zipccl::cuda::compress<Codec, tuning>(ctemp.p, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0));
   };
   comp();
   std::uint64_t stream_bytes = 0;
   cudaMemcpy(&stream_bytes, size.p, 8, cudaMemcpyDeviceToHost);
   auto decomp = [&] {
-    zipccl::cuda::decompress<E, tuning>(dtemp.p, dt, out.p, stream_bytes, back.p, bytes,
-                                        static_cast<zipccl::status*>(st.p), 0);
+    err(zipccl::cuda::decompress<E, tuning>(dtemp.p, dt, out.p, stream_bytes, back.p, bytes,
+                                            static_cast<zipccl::status*>(st.p), 0));
   };
   double ms = 0;
   for (auto _ : state) {
     ms = Decompress ? time_ms(decomp, 10) : time_ms(comp, 10);
     state.SetIterationTime(ms / 1e3);
   }
+  if (err.failed()) return state.SkipWithError(zipccl::to_string(err.first));
   zipccl::status s = zipccl::status::corrupt;
   cudaMemcpy(&s, st.p, sizeof(s), cudaMemcpyDeviceToHost);
   if (Decompress && s != zipccl::status::success) return state.SkipWithError(zipccl::to_string(s));

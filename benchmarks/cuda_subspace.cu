@@ -31,6 +31,7 @@ namespace {
 constexpr std::size_t d = 4096, tokens = 8192, vocab = 32000;
 
 using zipccl::bench::device_mem;
+using zipccl::bench::first_error;
 using zipccl::bench::time_ms;
 
 // Gaussian values (scaled): 2^20 standard normal deviates per seed, drawn once, tiled to the size
@@ -104,53 +105,58 @@ void bm_copy(benchmark::State& state) {
 }
 
 void bm_encode(benchmark::State& state) {
+  first_error err;
   setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto* tok = static_cast<const std::int32_t*>(s.tok.p);
   auto* st = static_cast<status*>(s.st.p);
   void* t = s.temp_for([&](std::size_t& b) {
-    sc::encode<float>(nullptr, b, s.m(s.x, tokens, d), tok, s.m(s.a, d, s.r), s.anc, s.m(s.z, tokens, s.r), st, s.blas,
-                      nullptr);
+    err(sc::encode<float>(nullptr, b, s.m(s.x, tokens, d), tok, s.m(s.a, d, s.r), s.anc, s.m(s.z, tokens, s.r), st, s.blas,
+                      nullptr));
   });
   std::size_t bytes = s.temp_bytes;
   double ms = 0;
   for (auto _ : state) {
     ms = time_ms([&] {
-      sc::encode<float>(t, bytes, s.m(s.x, tokens, d), tok, s.m(s.a, d, s.r), s.anc, s.m(s.z, tokens, s.r), st, s.blas,
-                        nullptr);
+      err(sc::encode<float>(t, bytes, s.m(s.x, tokens, d), tok, s.m(s.a, d, s.r), s.anc, s.m(s.z, tokens, s.r), st, s.blas,
+                        nullptr));
     }, 10);
     report(state, ms);
   }
+  if (err.failed()) state.SkipWithError(zipccl::to_string(err.first));
 }
 
 void bm_decode(benchmark::State& state) {
+  first_error err;
   setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto* tok = static_cast<const std::int32_t*>(s.tok.p);
   auto* st = static_cast<status*>(s.st.p);
   void* t = s.temp_for([&](std::size_t& b) {
-    sc::decode<float>(nullptr, b, s.m(s.z, tokens, s.r), tok, s.m(s.a, d, s.r), s.anc, s.m(s.xh, tokens, d), st, s.blas,
-                      nullptr);
+    err(sc::decode<float>(nullptr, b, s.m(s.z, tokens, s.r), tok, s.m(s.a, d, s.r), s.anc, s.m(s.xh, tokens, d), st, s.blas,
+                      nullptr));
   });
   std::size_t bytes = s.temp_bytes;
   double ms = 0;
   for (auto _ : state) {
     ms = time_ms([&] {
-      sc::decode<float>(t, bytes, s.m(s.z, tokens, s.r), tok, s.m(s.a, d, s.r), s.anc, s.m(s.xh, tokens, d), st, s.blas,
-                        nullptr);
+      err(sc::decode<float>(t, bytes, s.m(s.z, tokens, s.r), tok, s.m(s.a, d, s.r), s.anc, s.m(s.xh, tokens, d), st, s.blas,
+                        nullptr));
     }, 10);
     report(state, ms);
   }
+  if (err.failed()) state.SkipWithError(zipccl::to_string(err.first));
 }
 
 void bm_backward(benchmark::State& state) {  // both sides: decode_backward then encode_backward
+  first_error err;
   setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto* tok = static_cast<const std::int32_t*>(s.tok.p);
   auto* st = static_cast<status*>(s.st.p);
   auto run = [&](void* t, std::size_t& b) {
-    sc::decode_backward<float>(t, b, s.m(s.z, tokens, s.r), tok, s.m(s.a, d, s.r), s.anc, s.m(s.xh, tokens, d),
-                               s.m(s.dz, tokens, s.r), s.m(s.da, d, s.r), s.m(s.de, vocab, s.r), st, s.blas, nullptr);
+    err(sc::decode_backward<float>(t, b, s.m(s.z, tokens, s.r), tok, s.m(s.a, d, s.r), s.anc, s.m(s.xh, tokens, d),
+                               s.m(s.dz, tokens, s.r), s.m(s.da, d, s.r), s.m(s.de, vocab, s.r), st, s.blas, nullptr));
     std::size_t b2 = b;
-    sc::encode_backward<float>(t, b2, s.m(s.x, tokens, d), tok, s.m(s.a, d, s.r), s.anc, s.m(s.dz, tokens, s.r),
-                               s.m(s.dx, tokens, d), s.m(s.da, d, s.r), s.m(s.de, vocab, s.r), st, s.blas, nullptr);
+    err(sc::encode_backward<float>(t, b2, s.m(s.x, tokens, d), tok, s.m(s.a, d, s.r), s.anc, s.m(s.dz, tokens, s.r),
+                               s.m(s.dx, tokens, d), s.m(s.da, d, s.r), s.m(s.de, vocab, s.r), st, s.blas, nullptr));
     if (t == nullptr) b = b > b2 ? b : b2;
   };
   void* t = s.temp_for([&](std::size_t& b) { run(nullptr, b); });
@@ -160,23 +166,27 @@ void bm_backward(benchmark::State& state) {  // both sides: decode_backward then
     ms = time_ms([&] { run(t, bytes); }, 10);
     report(state, ms);
   }
+  if (err.failed()) state.SkipWithError(zipccl::to_string(err.first));
 }
 
 void bm_optimizer_step(benchmark::State& state) {  // one step per micro-batch
+  first_error err;
   setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   sc::stiefel_optimizer<float> opt(d, s.r);
   auto* st = static_cast<status*>(s.st.p);
   double ms = 0;
   for (auto _ : state) {
-    ms = time_ms([&] { opt.step(s.m(s.a, d, s.r), s.m(s.da, d, s.r), st, s.blas, nullptr); }, 5);
+    ms = time_ms([&] { err(opt.step(s.m(s.a, d, s.r), s.m(s.da, d, s.r), st, s.blas, nullptr)); }, 5);
     report(state, ms);
   }
+  if (err.failed()) state.SkipWithError(zipccl::to_string(err.first));
 }
 
 // residual VQ of z: groups of 4 numbers, 4 rounds of 256 codewords (r bytes a token: half of bf16)
 zipccl::subspace::rvq_shape vq_shape(std::size_t r) { return {r, r / 4, 4, 256}; }
 
 void bm_rvq_encode(benchmark::State& state) {
+  first_error err;
   setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto shape = vq_shape(s.r);
   device_mem words(shape.words() * shape.sub() * 4), idx(tokens * shape.groups * shape.rounds * 2);
@@ -184,16 +194,18 @@ void bm_rvq_encode(benchmark::State& state) {
   fill(s.z.f(), tokens * s.r, 7, 0.1);
   const sc::rvq_book_view<float> book{words.f(), shape};
   auto* out = static_cast<std::uint16_t*>(idx.p);
-  void* t = s.temp_for([&](std::size_t& b) { sc::rvq_encode<float>(nullptr, b, book, s.m(s.z, tokens, s.r), out, nullptr); });
+  void* t = s.temp_for([&](std::size_t& b) { err(sc::rvq_encode<float>(nullptr, b, book, s.m(s.z, tokens, s.r), out, nullptr)); });
   std::size_t bytes = s.temp_bytes;
   double ms = 0;
   for (auto _ : state) {
-    ms = time_ms([&] { sc::rvq_encode<float>(t, bytes, book, s.m(s.z, tokens, s.r), out, nullptr); }, 5);
+    ms = time_ms([&] { err(sc::rvq_encode<float>(t, bytes, book, s.m(s.z, tokens, s.r), out, nullptr)); }, 5);
     report(state, ms);
   }
+  if (err.failed()) state.SkipWithError(zipccl::to_string(err.first));
 }
 
 void bm_rvq_decode(benchmark::State& state) {
+  first_error err;
   setup s(d / static_cast<std::size_t>(state.range(0)), state.range(1) != 0);
   const auto shape = vq_shape(s.r);
   device_mem words(shape.words() * shape.sub() * 4), idx(tokens * shape.groups * shape.rounds * 2);
@@ -203,11 +215,12 @@ void bm_rvq_decode(benchmark::State& state) {
   double ms = 0;
   for (auto _ : state) {
     ms = time_ms([&] {
-      sc::rvq_decode<float>(book, static_cast<const std::uint16_t*>(idx.p), tokens, s.m(s.z, tokens, s.r),
-                            static_cast<status*>(s.st.p), nullptr);
+      err(sc::rvq_decode<float>(book, static_cast<const std::uint16_t*>(idx.p), tokens, s.m(s.z, tokens, s.r),
+                            static_cast<status*>(s.st.p), nullptr));
     }, 10);
     report(state, ms);
   }
+  if (err.failed()) state.SkipWithError(zipccl::to_string(err.first));
 }
 
 bool have_gpu() {

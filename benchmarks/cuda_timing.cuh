@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include <zipccl/error.hpp>
+
 namespace zipccl::bench {
 
 // cudaMalloc'd bytes (p stays null when the allocation fails; the benchmark then reports it).
@@ -17,6 +19,16 @@ struct device_mem {
   device_mem(const device_mem&) = delete;
   device_mem& operator=(const device_mem&) = delete;
   float* f() const { return static_cast<float*>(p); }
+};
+
+// The first failed status among a benchmark's calls (launch and argument errors; errors found on
+// the device land in its status word), reported instead of a figure.
+struct first_error {
+  zipccl::status first = zipccl::status::success;
+  void operator()(zipccl::status s) {
+    if (first == zipccl::status::success) first = s;
+  }
+  bool failed() const { return first != zipccl::status::success; }
 };
 
 // Milliseconds per call of f: CUDA events around `reps` calls after one warm-up call.

@@ -133,18 +133,21 @@ void bm_compress(benchmark::State& state, const dataset* d) {
   std::vector<std::uint8_t> out(host::max_compressed_size<Codec>(d->bytes.size() / Codec::element_size) +
                                 64 * d->pieces.size());
   std::uint64_t total = 0;
+  status failed = status::success;
   for (auto _ : state) {
     total = 0;
     std::uint64_t off = 0;
     for (std::uint64_t m : d->pieces) {
       std::uint64_t bytes = 0;
-      host::compress<Codec>(d->bytes.data() + off * Codec::element_size, m, out.data() + total, out.size() - total,
-                            &bytes, {}, policy);
+      const status s = host::compress<Codec>(d->bytes.data() + off * Codec::element_size, m, out.data() + total,
+                                             out.size() - total, &bytes, {}, policy);
+      if (s != status::success) failed = s;
       total += bytes;
       off += m;
     }
     benchmark::DoNotOptimize(out.data());
   }
+  if (failed != status::success) return state.SkipWithError(to_string(failed));
   finish(state, *d, total);
 }
 
@@ -157,7 +160,8 @@ void bm_decompress(benchmark::State& state, const dataset* d) {
   for (auto _ : state) {
     std::uint64_t in = 0, out = 0;
     for (std::size_t k = 0; k < sizes.size(); ++k) {
-      host::decompress(stream.data() + in, sizes[k], back.data() + out, back.size() - out);
+      if (host::decompress(stream.data() + in, sizes[k], back.data() + out, back.size() - out) != status::success)
+        return state.SkipWithError("decompress failed");
       in += sizes[k];
       out += d->pieces[k] * Codec::element_size;
     }

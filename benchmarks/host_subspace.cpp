@@ -36,8 +36,8 @@ struct setup {
         anc(vocab, d, rank, 3) {
     for (std::size_t i = 0; i < tokens; ++i) tok[i] = static_cast<std::int32_t>(i % vocab);
     anc.table() = gaussian(vocab, rank, 4);
-    encode(x, tok.data(), a, &anc, &z);
-    decode(z, tok.data(), a, &anc, &xh);
+    zipccl::throw_if_error(encode(x, tok.data(), a, &anc, &z), "bench_host_subspace: encode");
+    zipccl::throw_if_error(decode(z, tok.data(), a, &anc, &xh), "bench_host_subspace: decode");
   }
 };
 
@@ -63,7 +63,7 @@ void bm_backward(benchmark::State& state) {  // both sides: decode_backward then
   setup s(d / static_cast<std::size_t>(state.range(0)));
   matrix<float> dz, dx, da(d, s.r), de(vocab, s.r);
   for (auto _ : state) {
-    decode_backward(s.z, s.tok.data(), s.a, &s.anc, s.xh, &dz, &da, &de);
+    benchmark::DoNotOptimize(decode_backward(s.z, s.tok.data(), s.a, &s.anc, s.xh, &dz, &da, &de));
     benchmark::DoNotOptimize(encode_backward(s.x, s.tok.data(), s.a, &s.anc, dz, &dx, &da, &de));
   }
   per_token(state);
@@ -81,7 +81,7 @@ void bm_rvq_encode(benchmark::State& state) {
   setup s(d / static_cast<std::size_t>(state.range(0)));
   const std::size_t groups = state.range(1) ? static_cast<std::size_t>(state.range(1)) : s.r / 4;
   rvq_learner<float> vq(rvq_shape{s.r, groups, static_cast<std::size_t>(state.range(2)), 256}, {});
-  vq.learn(s.z);
+  if (vq.learn(s.z) != zipccl::status::success) return state.SkipWithError("rvq learn failed");
   for (int i = 0; i < 64; ++i) vq.next_sync();
   std::vector<std::uint16_t> idx;
   for (auto _ : state) benchmark::DoNotOptimize(vq.encode(s.z, &idx));

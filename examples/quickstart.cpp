@@ -26,7 +26,8 @@ int main() {
   if (s != zipccl::status::success) return std::printf("compress: %s\n", zipccl::to_string(s)), 1;
 
   zipccl::host::stream_info info;
-  zipccl::host::read_header(stream.data(), bytes, &info);  // type and count, without decoding
+  s = zipccl::host::read_header(stream.data(), bytes, &info);  // type and count, without decoding
+  if (s != zipccl::status::success) return std::printf("read_header: %s\n", zipccl::to_string(s)), 1;
 
   std::vector<std::uint16_t> back(info.count);
   s = zipccl::host::decompress(stream.data(), bytes, back.data(), back.size() * sizeof(std::uint16_t));

@@ -10,7 +10,7 @@ namespace zipccl {
 
 // Every call that may see bad input returns a status. Codes are stable: they may be stored, and
 // the same codes are reported per tensor by the device executor.
-enum class status : int {
+enum class [[nodiscard]] status : int {
   success = 0,
   invalid_argument = 1,      // null pointer with a non-zero size, bad option value
   buffer_too_small = 2,      // the caller's output buffer cannot hold the result

@@ -222,8 +222,8 @@ TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]") {
   device_buffer<status> st(1);
   in.put(reinterpret_cast<const std::uint8_t*>(v.data()), n * 2);
   std::size_t ct = 0, dt = 0;
-  zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0);
-  zipccl::cuda::decompress<bf16, tuning>(nullptr, dt, out.p, out.n, back.p, n * 2, st.p, 0);
+  REQUIRE(zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
+  REQUIRE(zipccl::cuda::decompress<bf16, tuning>(nullptr, dt, out.p, out.n, back.p, n * 2, st.p, 0) == status::success);
   device_buffer<std::uint8_t> ctemp(ct), dtemp(dt);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));

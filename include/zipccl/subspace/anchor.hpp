@@ -39,7 +39,8 @@ matrix<T> random_orthonormal(std::size_t d, std::size_t r, std::uint64_t seed) {
   matrix<T> m(d, r);
   std::uint64_t s = seed;
   for (T& e : m.v) e = static_cast<T>(detail::normal(&s));
-  qr_retract(&m);
+  // fails only for r > d (Gaussian columns are independent): a caller's error
+  throw_if_error(qr_retract(&m), "zipccl::subspace::random_orthonormal (needs r <= d)");
   return m;
 }
 

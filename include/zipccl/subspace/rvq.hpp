@@ -214,7 +214,8 @@ class rvq_learner {
       const T* v = master_.values().data() + static_cast<std::size_t>(drift[i].second) * S;
       out.values.insert(out.values.end(), v, v + S);
     }
-    apply_sync(out, &mirror_);
+    // the slice was cut from this learner's own codebooks, so its shape always fits the mirror
+    throw_if_error(apply_sync(out, &mirror_), "zipccl::subspace::rvq_learner::next_sync");
     return out;
   }
 
