@@ -11,7 +11,8 @@ enum mode : std::uint8_t {
   round_trip = 2,       // byte 1: type, byte 2: codebook, byte 3: flags; the rest is element data
   wire = 3,             // byte 1: type, bytes 2-3: count (LE); the rest is a collective's wire segment
                         // (fixed section, then tail), checksums on, 256-element chunks
-  mode_count = 4
+  npy = 4,              // the rest is a .npy file for the zipccl tool's reader (examples/tool/npy.hpp)
+  mode_count = 5
 };
 
 }  // namespace zipccl::fuzzing

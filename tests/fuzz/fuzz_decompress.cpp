@@ -1,5 +1,6 @@
 // libFuzzer target: the decoder on untrusted bytes, the collectives' wire sections on untrusted
-// bytes (collective/detail/wire.hpp), and compress/decompress round trips. Its
+// bytes (collective/detail/wire.hpp), the zipccl tool's .npy reader, and compress/decompress
+// round trips. Its
 // checks call std::abort(), which libFuzzer reports as a crash with the input that caused it: a
 // header that validates differently in read_header and decompress, a too-small output that is not
 // reported as such, a round trip that does not return the input. AddressSanitizer and UBSan catch
@@ -13,6 +14,7 @@
 #include <zipccl/zipccl.hpp>
 
 #include "fuzz/fuzz_common.hpp"
+#include "npy.hpp"
 #include "support/stream_tools.hpp"
 
 using namespace zipccl;
@@ -29,6 +31,8 @@ void decode(const std::uint8_t* data, std::size_t size) {
     if (host::decompress(data, size, sink, sizeof sink) == status::success) std::abort();
     return;
   }
+  // an accepted header's count always fits its stream's size, so nobody sizes a buffer from a lie
+  if (info.compressed_bytes < format::min_compressed_size(info.type, info.count, info.chunk_elems)) std::abort();
   const std::uint64_t need = info.decompressed_bytes();
   if (need > max_output) {
     std::vector<std::uint8_t> small(64);
@@ -84,6 +88,26 @@ void wire_segment(std::uint64_t count, const std::uint8_t* data, std::size_t siz
   if (s == status::success && out != again) std::abort();
 }
 
+// The tool's .npy reader: any input either parses into a header whose data lies inside the file,
+// or throws std::runtime_error with a message; any other exception (std::stoull's
+// out_of_range, a length_error) escapes to libFuzzer as a crash.
+void npy_header(const std::uint8_t* data, std::size_t size) {
+  const std::vector<std::uint8_t> f(data, data + size);
+  if (!zipccl_tool::is_npy(f)) return;
+  try {
+    const auto a = zipccl_tool::parse_npy(f);
+    if (a.data_offset > f.size()) std::abort();
+    for (unsigned item : {2u, 4u}) {
+      try {
+        zipccl_tool::check_npy_size(f, a, item);
+        if (a.count * item != f.size() - a.data_offset) std::abort();
+      } catch (const std::runtime_error&) {
+      }
+    }
+  } catch (const std::runtime_error&) {
+  }
+}
+
 template <class E>
 void round_trip_policy(std::uint8_t cb, const std::uint8_t* data, std::size_t size, std::uint8_t flags) {
   switch (cb % 3) {
@@ -120,6 +144,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       break;
     }
+    case fuzzing::npy:
+      npy_header(data, size);
+      break;
     default: {
       if (size < 3) return 0;
       const std::uint8_t type = data[0], cb = data[1], flags = data[2];

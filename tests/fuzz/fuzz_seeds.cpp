@@ -70,6 +70,18 @@ int main(int argc, char** argv) {
   seeds<codec<bf16, codebook::histogram>>(dir);
   seeds<codec<fp16, codebook::histogram>>(dir);
   seeds<codec<fp32, codebook::analytic_gaussian>>(dir);
+  // .npy headers as numpy writes them (a vector, a Fortran-order matrix) for the tool's reader
+  for (const char* h : {"{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }",
+                        "{'descr': '<f2', 'fortran_order': True, 'shape': (2, 3), }",
+                        "{'descr': 'bfloat16', 'fortran_order': False, 'shape': (3L, 2L), }"}) {
+    std::string header = h;
+    header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
+    std::vector<std::uint8_t> f = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<std::uint8_t>(header.size() & 0xFF),
+                                   static_cast<std::uint8_t>(header.size() >> 8)};
+    f.insert(f.end(), header.begin(), header.end());
+    f.resize(f.size() + 24, 0);
+    write(dir, fuzzing::npy, f);
+  }
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
   return 0;
 }
