@@ -1,4 +1,7 @@
-// zipccl: umbrella header for the host-side library (no CUDA needed).
+// zipccl: umbrella header for everything that needs only a C++17 compiler and the standard
+// library: the lossless codec (host executor), the host collectives, the host transport concept
+// and transport::local. Not here, because they need more than that: transport/mpi.hpp (MPI),
+// subspace/ (a CBLAS), cuda/ and subspace/cuda/ (nvcc, CUDA runtime, cuBLAS).
 #pragma once
 
 #include "codebook/analytic_gaussian.hpp"
@@ -7,6 +10,7 @@
 #include "codebook/table.hpp"
 #include "codec/chunk_codec.hpp"
 #include "codec/codec.hpp"
+#include "collective.hpp"
 #include "config.hpp"
 #include "element.hpp"
 #include "error.hpp"
