@@ -3,9 +3,10 @@
 // Reads name the file and the system's reason when they fail. Writes never leave a damaged file
 // behind: a regular output is written to a temporary file beside it, flushed to disk and renamed
 // into place only when every write, fsync and close has succeeded (on failure the temporary file
-// is removed and an existing output keeps its old contents). An output that is not a regular file
-// (a device such as /dev/null, a pipe) is written in place, with every write and the close
-// checked. An output that is the input itself (the same path, a link to it, the same inode) is
+// is removed and an existing output keeps its old contents); a symbolic link to a regular file
+// keeps the link and replaces the file it names. An output that is not a regular file (a device
+// such as /dev/null, a pipe, /dev/stdout) is written in place, with every write and the close
+// checked. An existing output the caller may not write is refused, as a plain open would. An output that is the input itself (the same path, a link to it, the same inode) is
 // refused before anything is read.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -88,22 +90,40 @@ inline int write_all(int fd, const std::uint8_t* p, std::uint64_t n) {
 }
 }  // namespace detail
 
+namespace detail {
+// Writes through an existing non-regular file (a device, a pipe, /dev/stdout), every call checked.
+inline void write_in_place(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw io_error("cannot open", path, errno);
+  int e = write_all(fd, p, n);
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e != 0) throw io_error("cannot write", path, e);
+}
+}  // namespace detail
+
 inline void write_file(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0 && errno != ENOENT) throw io_error("cannot write", path, errno);
+  std::string target = path;
   struct stat st {};
-  const bool exists = ::stat(path.c_str(), &st) == 0;
+  bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) throw std::runtime_error(path + " is a directory, not a file");
-  if (exists && !S_ISREG(st.st_mode)) {  // a device or a pipe: written in place
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error("cannot open", path, errno);
-    int e = detail::write_all(fd, p, n);
-    if (::close(fd) != 0 && e == 0) e = errno;
-    if (e != 0) throw io_error("cannot write", path, e);
-    return;
+  if (exists && !S_ISREG(st.st_mode)) return detail::write_in_place(path, p, n);  // a device or a pipe
+  if (S_ISLNK(link.st_mode)) {
+    // /dev/stdout, /proc/self/fd/N: the caller means the open file behind it, not a new file in
+    // /dev; a dangling link is followed as a plain create would. Other links: the file they name
+    // is replaced beside itself, and the link is kept.
+    if (!exists || path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0)
+      return detail::write_in_place(path, p, n);
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) throw io_error("cannot write", path, errno);
+    target = real;
+    std::free(real);
   }
-  const std::size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string tmp = dir + "." + base + ".zipccl-XXXXXX";
+  if (exists && ::access(target.c_str(), W_OK) != 0) throw io_error("cannot write", path, errno);
+  const std::size_t slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
+  std::string tmp = dir + "/.zipccl-XXXXXX";  // short: a long output name cannot push it past NAME_MAX
   std::vector<char> name(tmp.begin(), tmp.end());
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());
@@ -122,11 +142,26 @@ inline void write_file(const std::string& path, const std::uint8_t* p, std::uint
   if (e == 0) e = detail::write_all(fd, p, n);
   if (e == 0 && ::fsync(fd) != 0) e = errno;
   if (::close(fd) != 0 && e == 0) e = errno;
-  if (e == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) e = errno;
+  if (e == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) e = errno;
   if (e != 0) {
     ::unlink(tmp.c_str());
     throw io_error("cannot write", path, e);
   }
+  // the rename itself reaches the disk with the directory
+  const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d >= 0) {
+    const int synced = ::fsync(d);
+    const int err = errno;
+    ::close(d);
+    if (synced != 0 && err != EINVAL) throw io_error("cannot write", path, err);
+  }
+}
+
+// Whether `path` is the file standard output writes to (/dev/stdout, or the file it is
+// redirected to): the tool then prints its summary to standard error instead.
+inline bool is_stdout(const std::string& path) {
+  struct stat a {}, b {};
+  return ::stat(path.c_str(), &a) == 0 && ::fstat(1, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 // Flushes and closes standard output; throws when anything written to it was lost (a full disk,

@@ -253,15 +253,16 @@ int cmd_compress(const args& a) {
   const auto out = compress_tensor(t, policy, opt, a.get("--window"));
   const double secs = seconds_since(t0);
   write_file(a.files[1], out.data(), out.size());
+  std::FILE* report = zipccl_tool::is_stdout(a.files[1]) ? stderr : stdout;  // keep the data clean
   const double ratio = out.empty() ? 0 : static_cast<double>(t.bytes()) / static_cast<double>(out.size());
   if (a.flag("--json")) {
-    std::printf("{\"command\":\"compress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
+    std::fprintf(report, "{\"command\":\"compress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
                 "\"input_bytes\":%llu,\"output_bytes\":%llu,\"ratio\":%.6f,\"checksum\":%s,\"seconds\":%.6f}\n",
                 zipccl::dtype_name(t.type), policy.c_str(), static_cast<unsigned long long>(t.count),
                 static_cast<unsigned long long>(t.bytes()), static_cast<unsigned long long>(out.size()), ratio,
                 opt.checksum ? "true" : "false", secs);
   } else {
-    std::printf("%s: %llu %s elements, %llu -> %llu bytes, ratio %.4f (%s codebook%s)\n", a.files[1].c_str(),
+    std::fprintf(report, "%s: %llu %s elements, %llu -> %llu bytes, ratio %.4f (%s codebook%s)\n", a.files[1].c_str(),
                 static_cast<unsigned long long>(t.count), zipccl::dtype_name(t.type),
                 static_cast<unsigned long long>(t.bytes()), static_cast<unsigned long long>(out.size()), ratio,
                 policy.c_str(), opt.checksum ? ", checksums" : "");
@@ -287,14 +288,15 @@ int cmd_decompress(const args& a) {
   const double secs = seconds_since(t0);
   if (s != zipccl::status::success) throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
   write_file(a.files[1], out.data(), out.size());
+  std::FILE* report = zipccl_tool::is_stdout(a.files[1]) ? stderr : stdout;  // keep the data clean
   if (a.flag("--json")) {
-    std::printf("{\"command\":\"decompress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
+    std::fprintf(report, "{\"command\":\"decompress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
                 "\"input_bytes\":%llu,\"output_bytes\":%llu,\"checksum\":%s,\"seconds\":%.6f}\n",
                 zipccl::dtype_name(info.type), zipccl::codebook_name(info.codebook),
                 static_cast<unsigned long long>(info.count), static_cast<unsigned long long>(in.size()),
                 static_cast<unsigned long long>(out.size()), info.checksum ? "true" : "false", secs);
   } else {
-    std::printf("%s: %llu %s elements, %llu -> %llu bytes\n", a.files[1].c_str(),
+    std::fprintf(report, "%s: %llu %s elements, %llu -> %llu bytes\n", a.files[1].c_str(),
                 static_cast<unsigned long long>(info.count), zipccl::dtype_name(info.type),
                 static_cast<unsigned long long>(in.size()), static_cast<unsigned long long>(out.size()));
   }

@@ -164,6 +164,12 @@ PY
   "$zipccl" decompress th.zpc t.out >/dev/full 2>err.txt
   rc=$?; [ $rc -eq 1 ] || { echo "FAILED: summary to a full stdout (exit $rc)"; fail=1; }
   check "'$zipccl' decompress th.zpc /dev/null >/dev/null"   # a device that takes the bytes is fine
+  "$zipccl" decompress th.zpc /dev/stdout >via_stdout.raw 2>err.txt || { echo "FAILED: /dev/stdout: $(cat err.txt)"; fail=1; }
+  check "[ -L /dev/stdout ] && head -c 140000 via_stdout.raw | cmp -s - x.bf16"
+  printf old >real.raw && ln -sf real.raw link.raw   # a link to a regular file: the file is replaced, the link kept
+  check "'$zipccl' decompress th.zpc link.raw >/dev/null && [ -L link.raw ] && cmp -s real.raw x.bf16"
+  printf ro >ro.raw && chmod 444 ro.raw
+  if [ "$(id -u)" -ne 0 ]; then one_line_error "$zipccl" decompress th.zpc ro.raw; fi  # root may write anyway
   # 5. a failed write never destroys data; the output may not be the input
   cp th.zpc keep.zpc
   one_line_error "$zipccl" decompress th.zpc th.zpc

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <utility>
@@ -342,17 +343,54 @@ TEST_CASE("send/recv in lock step on a transport without requests", "[collective
   CHECK(world.messages(1, 0) == 1);
 }
 
+namespace {
+// A sender that lies in the send/recv handshake (it claims the receiver's count and pretends the
+// receiver agreed), so that the checks on the data path itself are what a mismatch meets.
+struct forging_transport {
+  using request = local_transport::request;
+  local_transport& inner;
+  std::uint8_t claim[9], pretend[9];
+  int rank() const { return inner.rank(); }
+  int size() const { return inner.size(); }
+  status send(int dst, const void* b, std::uint64_t n) { return inner.send(dst, b, n); }
+  status recv(int src, void* b, std::uint64_t n) { return inner.recv(src, b, n); }
+  status sendrecv(int dst, const void* sb, std::uint64_t sn, int src, void* rb, std::uint64_t rn) {
+    const status s = inner.sendrecv(dst, sn == 9 ? claim : sb, sn, src, rb, rn);
+    if (s == status::success && rn == 9) std::memcpy(rb, pretend, 9);
+    return s;
+  }
+  request isend(int dst, const void* b, std::uint64_t n) { return inner.isend(dst, b, n); }
+  request irecv(int src, void* b, std::uint64_t n) { return inner.irecv(src, b, n); }
+  status wait(request& q) { return inner.wait(q); }
+  void abort(status why) { inner.abort(why); }
+};
+}  // namespace
+
 TEST_CASE("a count mismatch is caught even where the fixed sections have the same size", "[collective][host]") {
-  // fp16: a stored chunk of 1 element and one of 5 both span 32 bytes; the preamble tells them apart
+  // fp16: a stored chunk of 1 element and one of 5 both span 32 bytes; the segment's preamble tells
+  // them apart (the handshake would catch this first: the sender forges it here)
   using C = codec<fp16, codebook::histogram>;
   const auto data = input<C>(0, 5);
+  const collective_options opt;
+  auto handshake = [&](std::uint64_t count, std::uint8_t role, std::uint8_t* out) {
+    format::store_le<std::uint64_t>(
+        out, collective::detail::call_signature<C>(collective::detail::call_kind::send_recv, true, count,
+                                                   collective::detail::settings_word(opt)));
+    out[8] = role;
+  };
   local_world world(2, {}, test_timeout);
   std::vector<status> st(2, status::success);
-  world.run([&](local_transport& t) {
+  world.run([&](local_transport& lt) {
     std::vector<std::uint8_t> ws(send_recv_workspace<C>(5));
     std::vector<std::uint16_t> got(5);
-    st[static_cast<std::size_t>(t.rank())] = t.rank() == 0 ? send<C>(data.data(), 1, 1, t, ws.data(), ws.size())
-                                                           : recv<C>(got.data(), 5, 0, t, ws.data(), ws.size());
+    if (lt.rank() == 0) {
+      forging_transport t{lt, {}, {}};
+      handshake(5, 1, t.claim);    // "I send 5"
+      handshake(1, 2, t.pretend);  // "the receiver expects 1"
+      st[0] = send<C>(data.data(), 1, 1, t, ws.data(), ws.size(), opt);
+    } else {
+      st[1] = recv<C>(got.data(), 5, 0, lt, ws.data(), ws.size(), opt);
+    }
   });
   CHECK(st[1] == status::size_mismatch);
 }
@@ -543,4 +581,34 @@ TEST_CASE("two ranks that both send first get size_mismatch, not a deadlock", "[
   });
   CHECK(st[0] == status::size_mismatch);
   CHECK(st[1] == status::size_mismatch);
+}
+
+TEST_CASE("ranks that pass another reduction or chunk size get size_mismatch, not mixed results", "[collective][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  for (int which_case = 0; which_case < 3; ++which_case) {
+    local_world world(3, {}, test_timeout);
+    std::vector<status> st(3, status::success);
+    world.run([&](local_transport& t) {
+      auto opt = small_chunks();
+      op reduction = op::sum;
+      if (t.rank() == 1 && which_case == 0) reduction = op::avg;
+      if (t.rank() == 1 && which_case == 1) opt.codec.chunk_elems = 2048;
+      if (t.rank() == 1 && which_case == 2) opt.codec.checksum = true;
+      const auto in = input<C>(t.rank(), 9000);
+      std::vector<std::uint16_t> out(9000);
+      std::vector<std::uint8_t> ws(all_reduce_workspace<C>(9000, 3, small_chunks()) * 2);
+      st[static_cast<std::size_t>(t.rank())] =
+          all_reduce<C>(in.data(), out.data(), 9000, reduction, t, ws.data(), ws.size(), opt);
+    });
+    INFO("case " << which_case);
+    for (status s : st) CHECK(s == status::size_mismatch);
+  }
+}
+
+TEST_CASE("send to oneself is invalid_argument", "[collective][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  local_world world(2, {}, test_timeout);
+  std::uint16_t x[4] = {};
+  auto t = world.transport(0);
+  CHECK(send<C, strategy::never>(x, 4, 0, t, nullptr, 0) == status::invalid_argument);
 }

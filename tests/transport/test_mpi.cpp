@@ -202,6 +202,29 @@ TEST_CASE("size mismatches and aborts end with errors, not hangs", "[mpi]") {
     if (n > 1) CHECK(s == status::size_mismatch);
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  for (int path = 0; path < 2; ++path) {
+    // all_to_all where rank 0 expects one element more from rank 1 than rank 1 sends: found by
+    // the pair in mid-collective; every process must hear of it at once, not after the timeout
+    // (transport::mpi's abort() sent nothing once the transport had marked itself failed)
+    using C = codec<bf16, codebook::histogram>;
+    transport::mpi t(MPI_COMM_WORLD, timeout);
+    const int n = t.size(), r = t.rank();
+    if (n < 2) break;
+    std::vector<std::uint64_t> sc(static_cast<std::size_t>(n), 1000), rc(sc), sd(sc.size()), rd(sc.size());
+    for (int q = 0; q < n; ++q) sd[static_cast<std::size_t>(q)] = rd[static_cast<std::size_t>(q)] = 1100 * static_cast<std::uint64_t>(q);
+    if (r == 0) rc[1] = 1001;
+    std::vector<std::uint16_t> in(1100 * static_cast<std::size_t>(n)), out(in.size());
+    std::vector<std::uint8_t> ws(all_to_all_workspace<C>(sc.data(), rc.data(), n));
+    const auto t0 = std::chrono::steady_clock::now();
+    const status s = path == 0 ? all_to_all<C>(in.data(), sc.data(), sd.data(), out.data(), rc.data(), rd.data(), t,
+                                               ws.data(), ws.size())
+                               : all_to_all<C, strategy::never>(in.data(), sc.data(), sd.data(), out.data(), rc.data(),
+                                                                rd.data(), t, nullptr, 0);
+    INFO("rank " << r << " path " << path << ": " << to_string(s));
+    CHECK(s != status::success);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
 }
 
 int main(int argc, char** argv) {

@@ -78,9 +78,10 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
     return status::success;
   }
   constexpr bool native = std::is_same_v<Strategy, strategy::never> && transport::has_native_all_gather_v<Transport>;
-  if (check && !native) {  // a native all_gather checks the sizes itself
+  if (check) {  // also before a native all_gather: it compares sizes only, not the type or path
     const status s = agree(t, status::success,
-                           call_signature<Codec>(call_kind::all_gather, !std::is_same_v<Strategy, strategy::never>, count));
+                           call_signature<Codec>(call_kind::all_gather, !std::is_same_v<Strategy, strategy::never>, count,
+                                                 settings_word(opt)));
     if (s != status::success) return s;
   }
   if (count) std::memmove(recv + static_cast<std::uint64_t>(r) * shard, sendbuff, shard);

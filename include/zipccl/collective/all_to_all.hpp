@@ -85,7 +85,8 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
     return fail(t, status::invalid_argument);
   if (n > 1) {  // the same collective, element type and strategy everywhere (the counts: see below)
     const status s = agree(t, status::success,
-                           call_signature<Codec>(call_kind::all_to_all, !std::is_same_v<Strategy, strategy::never>, 0));
+                           call_signature<Codec>(call_kind::all_to_all, !std::is_same_v<Strategy, strategy::never>, 0,
+                                                 settings_word(opt)));
     if (s != status::success) return s;
   }
   if (sendcounts[r]) std::memmove(recv + rdispls[r] * esize, send + sdispls[r] * esize, sendcounts[r] * esize);

@@ -19,6 +19,7 @@ template <class Codec, class Transport>
 status calibrate(cost_model* model, Transport& t, const void* sample, std::uint64_t n, const collective_options& opt = {},
                  const typename Codec::codebook_type& cb = {}) {
   using clock = std::chrono::steady_clock;
+  const collective::detail::abort_on_unwind<Transport> guard(t);  // e.g. std::bad_alloc below
   using collective::detail::ring_next;
   using collective::detail::ring_prev;
   if (model == nullptr || (sample == nullptr && n != 0)) return collective::detail::fail(t, status::invalid_argument);

@@ -156,7 +156,10 @@ status agree(Transport& t, status mine, std::uint64_t signature = 0) {
     format::store_le<std::uint64_t>(out + 16, hi);
     const status s = t.sendrecv(static_cast<int>((r + d) % n), out, sizeof out, static_cast<int>((r - d % n + n) % n),
                                 in, sizeof in);
-    if (s != status::success) return mine != status::success ? mine : status::peer_failed;
+    if (s != status::success) {  // a failed exchange: the others must not go on without this rank
+      t.abort(s);
+      return mine != status::success ? mine : status::peer_failed;
+    }
     const std::uint64_t w = format::load_le<std::uint64_t>(in), l = format::load_le<std::uint64_t>(in + 8),
                         h = format::load_le<std::uint64_t>(in + 16);
     worst = w > worst ? w : worst;
@@ -169,19 +172,31 @@ status agree(Transport& t, status mine, std::uint64_t signature = 0) {
 }
 
 // What every rank of one call must agree on before any data moves: which collective, the
-// element type, the path (compressed or plain) and the count. Two calls that differ in any of
-// them get different signatures (up to a 2^-64 chance).
+// element type, the path (compressed or plain), the count, and the settings both ends must share
+// (`settings`: settings_word() below). Two calls that differ in any of them get different
+// signatures (up to a 2^-64 chance).
 enum class call_kind : std::uint64_t { all_gather = 1, reduce_scatter, all_reduce, all_to_all, send_recv };
-template <class Codec>
-std::uint64_t call_signature(call_kind kind, bool compressed, std::uint64_t count) {
-  std::uint64_t x = count * 0x9E3779B97F4A7C15ull;
-  x ^= static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(Codec::type) << 8 |
-       static_cast<std::uint64_t>(compressed) << 16;
+inline std::uint64_t signature_mix(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xBF58476D1CE4E5B9ull;
   x ^= x >> 27;
   x *= 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+template <class Codec>
+std::uint64_t call_signature(call_kind kind, bool compressed, std::uint64_t count, std::uint64_t settings = 0) {
+  const std::uint64_t x = count * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(kind) |
+                                                          static_cast<std::uint64_t>(Codec::type) << 8 |
+                                                          static_cast<std::uint64_t>(compressed) << 16);
+  return signature_mix(signature_mix(x) ^ settings);
+}
+// The options that change what travels (chunk and segment sizes, checksums) and the reduction
+// (reduce_scatter, all_reduce; -1 for the others): ranks that differ in them get size_mismatch
+// up front instead of an error in mid-stream, or (the reduction) silently mixed results.
+inline std::uint64_t settings_word(const collective_options& o, int reduction = -1) {
+  return signature_mix(o.codec.chunk_elems ^ signature_mix(o.pipeline.segment_elems) ^
+                       (static_cast<std::uint64_t>(o.codec.checksum) << 40) ^
+                       (static_cast<std::uint64_t>(reduction + 1) << 48));
 }
 
 // Held by every collective call: should an exception leave the call (a user's transport or

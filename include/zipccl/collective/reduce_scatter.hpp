@@ -113,7 +113,7 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
   if (check) {
     const status s = agree(t, status::success,
                            call_signature<Codec>(call_kind::reduce_scatter, !std::is_same_v<Strategy, strategy::never>,
-                                                 recvcount));
+                                                 recvcount, settings_word(opt, static_cast<int>(reduction))));
     if (s != status::success) return s;
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);
@@ -273,7 +273,9 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
                     (!std::is_same_v<Strategy, strategy::adaptive> || opt.model.reduce_scatter(block, n).compress);
     const bool ag = !std::is_same_v<Strategy, strategy::never> &&
                     (!std::is_same_v<Strategy, strategy::adaptive> || opt.model.all_gather(block, n).compress);
-    const status s = agree(t, status::success, call_signature<Codec>(call_kind::all_reduce, rs, count) ^ (ag ? 1 : 0));
+    const status s = agree(t, status::success,
+                           call_signature<Codec>(call_kind::all_reduce, rs, count,
+                                                 settings_word(opt, static_cast<int>(reduction)) ^ (ag ? 1 : 0)));
     if (s != status::success) return s;
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);

@@ -6,7 +6,9 @@
 // Both sides name the same Codec, Strategy and count; they check this first, in one small
 // exchange, and both return size_mismatch when they differ. So send() returns only once the
 // receiver has entered recv() (as MPI_Ssend does): two ranks must not both send to each other
-// first (they both get size_mismatch); order the calls, one sends while the other receives. The compressed path cuts the tensor into
+// first (they both get size_mismatch), and a ring of ranks that each send to the next before
+// receiving from the previous waits until the transport's timeout: order the calls so that one
+// end of every pair receives first (as with MPI_Ssend). Sending to oneself is invalid_argument. The compressed path cuts the tensor into
 // segments and sends each as two messages (detail/wire.hpp: a fixed-size section with a preamble
 // that names the count, then the escapes); with a transport that offers requests the sender keeps
 // up to pipeline.depth segments in flight while it codes the next, and the receiver decodes one
@@ -52,21 +54,23 @@ bool compress_hop(std::uint64_t count, const collective_options& opt) {
 template <class Codec, class Strategy, class Transport>
 bool p2p_arguments_ok(const void* buf, std::uint64_t count, int peer, const Transport& t, const void* workspace,
                       std::uint64_t workspace_bytes, const collective_options& opt) {
-  return (buf != nullptr || count == 0) && peer >= 0 && peer < t.size() && valid_options(opt) &&
+  return (buf != nullptr || count == 0) && peer >= 0 && peer < t.size() && peer != t.rank() && valid_options(opt) &&
          workspace_bytes >= send_recv_workspace<Codec, Strategy>(count, opt) &&
          (workspace != nullptr || workspace_bytes == 0);
 }
-// Sender and receiver first swap their call signatures (count, element type, path) and their
-// roles in one 9-byte exchange, so that a mismatch is an error on both ends at once, before any
-// data moves: size_mismatch (also when both ends called send, or both recv), or the transport's
-// error.
+// Sender and receiver first swap their call signatures (count, element type, path, chunk and
+// segment sizes, checksums) and their roles in one 9-byte exchange, so that a mismatch is an
+// error on both ends at once, before any data moves: size_mismatch (also when both ends called
+// send, or both recv). A failed exchange aborts the transport and returns its error.
 template <class Codec, class Transport>
-status p2p_handshake(Transport& t, int peer, bool sending, bool compressed, std::uint64_t count) {
+status p2p_handshake(Transport& t, int peer, bool sending, bool compressed, std::uint64_t count,
+                     const collective_options& opt) {
   std::uint8_t mine[9], theirs[9] = {};
-  format::store_le<std::uint64_t>(mine, call_signature<Codec>(call_kind::send_recv, compressed, count));
+  format::store_le<std::uint64_t>(mine,
+                                  call_signature<Codec>(call_kind::send_recv, compressed, count, settings_word(opt)));
   mine[8] = sending ? 1 : 2;
   const status s = t.sendrecv(peer, mine, sizeof mine, peer, theirs, sizeof theirs);
-  if (s != status::success) return s;
+  if (s != status::success) return fail(t, s);
   return std::memcmp(mine, theirs, 8) == 0 && theirs[8] == (sending ? 2 : 1) ? status::success
                                                                              : status::size_mismatch;
 }
@@ -82,7 +86,7 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
   if (!p2p_arguments_ok<Codec, Strategy>(sendbuff, count, peer, t, workspace, workspace_bytes, opt))
     return fail(t, status::invalid_argument);
   const bool packed = compress_hop<Codec, Strategy>(count, opt);
-  if (const status s = p2p_handshake<Codec>(t, peer, true, packed, count); s != status::success) return s;
+  if (const status s = p2p_handshake<Codec>(t, peer, true, packed, count, opt); s != status::success) return s;
   if (!packed) {
     const status s = t.send(peer, sendbuff, count * Codec::element_size);
     return s == status::success ? s : fail(t, s);
@@ -120,7 +124,7 @@ status recv(void* recvbuff, std::uint64_t count, int peer, Transport& t, void* w
   if (!p2p_arguments_ok<Codec, Strategy>(recvbuff, count, peer, t, workspace, workspace_bytes, opt))
     return fail(t, status::invalid_argument);
   const bool packed = compress_hop<Codec, Strategy>(count, opt);
-  if (const status s = p2p_handshake<Codec>(t, peer, false, packed, count); s != status::success) return s;
+  if (const status s = p2p_handshake<Codec>(t, peer, false, packed, count, opt); s != status::success) return s;
   if (!packed) {
     const status s = t.recv(peer, recvbuff, count * Codec::element_size);
     return s == status::success ? s : fail(t, s);

@@ -41,7 +41,9 @@ class mpi {
   // that never finish are left allocated, since MPI may still write to them. After an abort the
   // duplicated communicator is not freed either: messages of the failed exchange may still be
   // queued at a peer, and Open MPI, reusing the freed communicator's context id for the next
-  // one, then stalled that communicator's operations until their timeout.
+  // one, then stalled that communicator's operations until their timeout. So each transport that
+  // saw a failure keeps one communicator (one context id) until MPI_Finalize: a job that rebuilds
+  // its transport after every failure should expect that cost.
   ~mpi() {
     for (auto& o : orphans_) {
       int done = 0;
@@ -185,14 +187,18 @@ class mpi {
     return s;
   }
 
+  // Tells every other rank to give up (once per transport, whether or not this rank had already
+  // found the failure itself: a size mismatch or a timeout marks it aborted, but only this
+  // message tells the peers).
   void abort(status why) {
-    if (aborted_) return;
     aborted_ = true;
-    std::uint8_t b = static_cast<std::uint8_t>(why);
+    if (told_) return;
+    told_ = true;
+    abort_byte_ = static_cast<std::uint8_t>(why);  // a member: MPI may read it after we return
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       MPI_Request req;
-      if (MPI_Isend(&b, 1, MPI_BYTE, r, abort_tag, comm_, &req) == MPI_SUCCESS) MPI_Request_free(&req);
+      if (MPI_Isend(&abort_byte_, 1, MPI_BYTE, r, abort_tag, comm_, &req) == MPI_SUCCESS) MPI_Request_free(&req);
     }
   }
 
@@ -290,6 +296,8 @@ class mpi {
   int rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_;
   bool aborted_ = false;
+  bool told_ = false;  // abort() has sent its message
+  std::uint8_t abort_byte_ = 0;
   std::vector<std::unique_ptr<request::state>> orphans_;
 };
 

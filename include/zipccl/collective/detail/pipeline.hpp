@@ -148,10 +148,21 @@ class send_window {
     if (out.tail != nullptr) q_.back().body = t_.isend(dst, out.tail, out.tail_bytes);
   }
   // Waits for the oldest segment's requests; the first error of the two.
+  // (The entry leaves the window first, so that a wait() that throws is never repeated.)
   status retire() {
-    const status a = t_.wait(q_.front().head);
-    const status b = t_.wait(q_.front().body);
+    entry e = std::move(q_.front());
     q_.pop_front();
+    status a = status::success;
+    try {
+      a = t_.wait(e.head);
+    } catch (...) {
+      try {
+        (void)t_.wait(e.body);
+      } catch (...) {
+      }
+      throw;
+    }
+    const status b = t_.wait(e.body);
     return a != status::success ? a : b;
   }
   // Aborts the transport with `why`, then waits for every posted segment (they end at once).
