@@ -156,7 +156,11 @@ PY
   else
     echo "cli.hostile: skipped the thread-limit check (needs root and setpriv)"
   fi
-  # 4. writes that fail are errors: the output, and the summary on standard output
+  # 4. writes that fail are errors: the output (small ones too, which failed only at close), and
+  #    the summary on standard output
+  head -c 200 x.bf16 >small.bf16 && "$zipccl" compress --dtype bf16 small.bf16 small.zpc >/dev/null || fail=1
+  one_line_error "$zipccl" compress --dtype bf16 small.bf16 /dev/full
+  one_line_error "$zipccl" decompress small.zpc /dev/full
   one_line_error "$zipccl" compress --dtype bf16 x.bf16 /dev/full
   one_line_error "$zipccl" decompress th.zpc /dev/full
   "$zipccl" compress --dtype bf16 --json x.bf16 j.zpc >/dev/full 2>err.txt
