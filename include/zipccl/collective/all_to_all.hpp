@@ -7,7 +7,8 @@
 // rank p, and receives recvcounts[p] elements from rank p at recvbuff + rdispls[p]. Every array has
 // size() entries; rank p's sendcounts[r] must equal rank r's recvcounts[p]. A mismatch is caught
 // by the pair (the message's size, or the compressed block's preamble), and a closing agreement
-// makes it an error on every rank. The ranks exchange in n - 1 pairwise steps (step j: send to r + j, receive from
+// makes it an error on every rank. The ranks exchange in n - 1 pairwise steps (step j: send to
+// r + j, receive from
 // r - j). On the compressed path every block travels in two phases (detail/wire.hpp): first the
 // part whose size depends only on the element count, so the receiver checks and plans it at once,
 // then the escapes, whose size the first part announces. The block for step j + 1 is coded while

@@ -154,8 +154,8 @@ status agree(Transport& t, status mine, std::uint64_t signature = 0) {
     format::store_le<std::uint64_t>(out, worst);
     format::store_le<std::uint64_t>(out + 8, lo);
     format::store_le<std::uint64_t>(out + 16, hi);
-    const status s = t.sendrecv(static_cast<int>((r + d) % n), out, sizeof out, static_cast<int>((r - d % n + n) % n),
-                                in, sizeof in);
+    const status s =
+        t.sendrecv(static_cast<int>((r + d) % n), out, sizeof out, static_cast<int>((r - d + n) % n), in, sizeof in);
     if (s != status::success) {  // a failed exchange: the others must not go on without this rank
       t.abort(s);
       return mine != status::success ? mine : status::peer_failed;
@@ -199,6 +199,16 @@ inline std::uint64_t settings_word(const collective_options& o, int reduction = 
                        (static_cast<std::uint64_t>(reduction + 1) << 48));
 }
 
+// abort() while an exception unwinds the stack: whatever it throws is dropped, the first
+// exception is already on its way.
+template <class Transport>
+void abort_quietly(Transport& t) noexcept {
+  try {
+    t.abort(status::peer_failed);
+  } catch (...) {
+  }
+}
+
 // Held by every collective call: should an exception leave the call (a user's transport or
 // hook threw), the transport is aborted on the way out, so that the other ranks fail at once
 // instead of waiting for this one until their timeout.
@@ -209,11 +219,7 @@ class abort_on_unwind {
   abort_on_unwind(const abort_on_unwind&) = delete;
   abort_on_unwind& operator=(const abort_on_unwind&) = delete;
   ~abort_on_unwind() {
-    if (std::uncaught_exceptions() <= pending_) return;
-    try {
-      t_.abort(status::peer_failed);
-    } catch (...) {
-    }
+    if (std::uncaught_exceptions() > pending_) abort_quietly(t_);
   }
 
  private:

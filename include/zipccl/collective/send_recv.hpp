@@ -3,12 +3,12 @@
 //   send<Codec, Strategy>(sendbuff, count, peer, transport, workspace, workspace_bytes)
 //   recv<Codec, Strategy>(recvbuff, count, peer, transport, workspace, workspace_bytes)
 //
-// Both sides name the same Codec, Strategy and count; they check this first, in one small
-// exchange, and both return size_mismatch when they differ. So send() returns only once the
-// receiver has entered recv() (as MPI_Ssend does): two ranks must not both send to each other
-// first (they both get size_mismatch), and a ring of ranks that each send to the next before
-// receiving from the previous waits until the transport's timeout: order the calls so that one
-// end of every pair receives first (as with MPI_Ssend). Sending to oneself is invalid_argument. The compressed path cuts the tensor into
+// Both sides name the same Codec, Strategy, count and options; they check this first, in one
+// small exchange, and both return size_mismatch when they differ. So send() returns only once
+// the receiver has entered recv(), as MPI_Ssend does: two ranks that both send to each other
+// first get size_mismatch, and a ring of ranks that each send before they receive waits until
+// the transport's timeout, so one end of every pair must receive first. Sending to oneself is
+// invalid_argument. The compressed path cuts the tensor into
 // segments and sends each as two messages (detail/wire.hpp: a fixed-size section with a preamble
 // that names the count, then the escapes); with a transport that offers requests the sender keeps
 // up to pipeline.depth segments in flight while it codes the next, and the receiver decodes one

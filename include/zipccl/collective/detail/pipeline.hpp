@@ -31,6 +31,7 @@
 #include "../../error.hpp"
 #include "../../format/bytes.hpp"
 #include "../../transport/transport.hpp"
+#include "../common.hpp"
 #include "wire.hpp"
 
 namespace zipccl::collective::detail {
@@ -124,10 +125,7 @@ class send_window {
   send_window& operator=(const send_window&) = delete;
   ~send_window() {
     if (q_.empty()) return;
-    try {
-      t_.abort(status::peer_failed);
-    } catch (...) {
-    }
+    abort_quietly(t_);
     while (!q_.empty()) {
       try {
         (void)t_.wait(q_.front().head);
