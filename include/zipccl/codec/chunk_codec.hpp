@@ -157,7 +157,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std:
   format::chunk_header h;
   h.mode = format::chunk_mode::stored;
   format::write_chunk_header(out, h);
-  store_le<std::uint32_t>(out + 12, format::chunk_check(out, size, checksum));
+  format::store_chunk_check(out, format::chunk_check(out, size, checksum));
   return size;
 }
 
@@ -175,7 +175,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(std::uint64_t m, const codeboo
   for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = t.exponent[i];
   h.escapes = static_cast<std::uint32_t>(escapes);
   format::write_chunk_header(out, h);
-  store_le<std::uint32_t>(out + 12, format::chunk_check(out, size, checksum));
+  format::store_chunk_check(out, format::chunk_check(out, size, checksum));
   return size;
 }
 

@@ -23,6 +23,10 @@
 
 namespace zipccl::format {
 
+// Byte offsets of the chunk header's fields.
+inline constexpr std::uint64_t chunk_escapes_field = 8;
+inline constexpr std::uint64_t chunk_check_field = 12;
+
 struct chunk_header {
   chunk_mode mode = chunk_mode::stored;
   std::uint8_t table[table_size] = {};
@@ -33,30 +37,46 @@ struct chunk_header {
 ZIPCCL_HOST_DEVICE void write_chunk_header(std::uint8_t* out, const chunk_header& h) {
   out[0] = static_cast<std::uint8_t>(h.mode);
   for (unsigned i = 0; i < table_size; ++i) out[1 + i] = h.table[i];
-  store_le<std::uint32_t>(out + 8, h.escapes);
-  store_le<std::uint32_t>(out + 12, h.check);
+  store_le<std::uint32_t>(out + chunk_escapes_field, h.escapes);
+  store_le<std::uint32_t>(out + chunk_check_field, h.check);
 }
 
 ZIPCCL_HOST_DEVICE chunk_header read_chunk_header(const std::uint8_t* in) {
   chunk_header h;
   h.mode = static_cast<chunk_mode>(in[0]);
   for (unsigned i = 0; i < table_size; ++i) h.table[i] = in[1 + i];
-  h.escapes = load_le<std::uint32_t>(in + 8);
-  h.check = load_le<std::uint32_t>(in + 12);
+  h.escapes = load_le<std::uint32_t>(in + chunk_escapes_field);
+  h.check = load_le<std::uint32_t>(in + chunk_check_field);
   return h;
 }
 
 // The check value of a chunk of `bytes` bytes (a multiple of 16): the hash of its words with the
 // check field (bytes 12..15) read as zero. Without the checksum flag only the header's two words
-// are hashed, so the mode, table and escape count are always protected.
+// are hashed, so the mode, table and escape count are always protected. Executors that hash in
+// parallel sum check_term() over words [0, check_words()) in any order and seal with check_value().
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t check_words(std::uint64_t bytes, bool whole) {
+  return whole ? bytes / 8 : 2;
+}
+
+// The hash term of word j (its little-endian value w) of a chunk: word 1 without the check field.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t check_term(std::uint64_t j, std::uint64_t w) {
+  return hash_term(j, j == 1 ? (w & 0xFFFFFFFFull) : w);
+}
+
+ZIPCCL_HOST_DEVICE constexpr std::uint32_t check_value(std::uint64_t term_sum, std::uint64_t words) {
+  return fold32(hash_finish(term_sum, words));
+}
+
 ZIPCCL_HOST_DEVICE std::uint32_t chunk_check(const std::uint8_t* chunk, std::uint64_t bytes,
                                              bool whole) {
-  const std::uint64_t w0 = load_le<std::uint64_t>(chunk);
-  const std::uint64_t w1 = load_le<std::uint64_t>(chunk + 8) & 0xFFFFFFFFull;
-  const std::uint64_t words = whole ? bytes / 8 : 2;
-  std::uint64_t s = hash_term(0, w0) + hash_term(1, w1);
+  const std::uint64_t words = check_words(bytes, whole);
+  std::uint64_t s = check_term(0, load_le<std::uint64_t>(chunk)) + check_term(1, load_le<std::uint64_t>(chunk + 8));
   if (whole) s += hash_sum(chunk + 16, 2, words - 2);
-  return fold32(hash_finish(s, words));
+  return check_value(s, words);
+}
+
+ZIPCCL_HOST_DEVICE void store_chunk_check(std::uint8_t* chunk, std::uint32_t check) {
+  store_le<std::uint32_t>(chunk + chunk_check_field, check);
 }
 
 }  // namespace zipccl::format

@@ -53,9 +53,9 @@ struct stream_header {
 };
 
 // Header hash: words 0..4 of the header (bytes 0..39) followed by the directory's words.
+// (header_hash_from() below takes the directory's part as a precomputed sum.)
 ZIPCCL_HOST_DEVICE std::uint64_t header_hash(const std::uint8_t* stream, std::uint64_t chunks) {
-  const std::uint64_t s = hash_sum(stream, 0, 5) + hash_sum(stream + header_bytes, 5, chunks);
-  return hash_finish(s, 5 + chunks);
+  return hash_finish(hash_sum(stream, 0, 5) + hash_sum(stream + header_bytes, 5, chunks), 5 + chunks);
 }
 
 // Writes header bytes 0..39 (everything but the hash).
@@ -72,10 +72,25 @@ ZIPCCL_HOST_DEVICE void write_header_fields(std::uint8_t* out, const stream_head
   store_le<std::uint32_t>(out + 36, 0u);
 }
 
-// Stores the header hash, given the sum of the directory's hash terms (hash_sum(directory, 5, C),
+inline constexpr std::uint64_t header_hash_field = 40;
+
+// The header hash from the sum of the directory's hash terms (directory_term() over its entries,
 // which a device executor forms in parallel).
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t directory_term(std::uint64_t i, std::uint64_t entry) {
+  return hash_term(5 + i, entry);
+}
+ZIPCCL_HOST_DEVICE std::uint64_t header_hash_from(const std::uint8_t* stream, std::uint64_t directory_sum,
+                                                  std::uint64_t chunks) {
+  return hash_finish(hash_sum(stream, 0, 5) + directory_sum, 5 + chunks);
+}
+ZIPCCL_HOST_DEVICE bool header_hash_matches(const std::uint8_t* stream, std::uint64_t directory_sum,
+                                            std::uint64_t chunks) {
+  return load_le<std::uint64_t>(stream + header_hash_field) == header_hash_from(stream, directory_sum, chunks);
+}
+
+// Stores the header hash, given the sum of the directory's hash terms.
 ZIPCCL_HOST_DEVICE void finish_header(std::uint8_t* out, std::uint64_t directory_sum, std::uint64_t chunks) {
-  store_le<std::uint64_t>(out + 40, hash_finish(hash_sum(out, 0, 5) + directory_sum, 5 + chunks));
+  store_le<std::uint64_t>(out + header_hash_field, header_hash_from(out, directory_sum, chunks));
 }
 
 // Writes the 48 header bytes. The directory (chunks entries) must already be in place after it,
@@ -131,7 +146,7 @@ ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_b
   stream_header r;
   const status s = parse_header(in, in_bytes, &r);
   if (s != status::success) return s;
-  if (load_le<std::uint64_t>(in + 40) != header_hash(in, r.chunks)) return status::checksum_mismatch;
+  if (!header_hash_matches(in, hash_sum(in + header_bytes, 5, r.chunks), r.chunks)) return status::checksum_mismatch;
   for (std::uint64_t p = header_bytes + directory_entry_bytes * r.chunks; p < data_offset(r.chunks); ++p)
     if (in[p] != 0) return status::corrupt;
   if (in_bytes < r.total_bytes) return status::truncated;
@@ -141,6 +156,19 @@ ZIPCCL_HOST_DEVICE status read_header(const std::uint8_t* in, std::uint64_t in_b
 
 ZIPCCL_HOST_DEVICE std::uint64_t directory_entry(const std::uint8_t* stream, std::uint64_t i) {
   return load_le<std::uint64_t>(stream + header_bytes + directory_entry_bytes * i);
+}
+
+// The directory's rule, entry by entry: chunk 0 starts at data_offset(), every later chunk starts
+// after its predecessor, and every chunk starts inside the stream. (Alignment and exact spans
+// follow from the chunk header checks.) `prev` is entry i - 1 (ignored for i == 0).
+ZIPCCL_HOST_DEVICE constexpr bool directory_entry_ok(const stream_header& h, std::uint64_t i, std::uint64_t entry,
+                                                     std::uint64_t prev) {
+  return (i == 0 ? entry == data_offset(h.chunks) : entry > prev) && entry < h.total_bytes;
+}
+
+// Where chunk i ends: the next chunk's start, or the stream's end for the last one.
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_end(const std::uint8_t* stream, const stream_header& h, std::uint64_t i) {
+  return i + 1 < h.chunks ? directory_entry(stream, i + 1) : h.total_bytes;
 }
 
 }  // namespace format

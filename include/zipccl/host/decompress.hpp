@@ -54,12 +54,11 @@ template <class E>
 status decompress_chunks(const std::uint8_t* in, const format::stream_header& h, std::uint8_t* out,
                          unsigned threads) {
   using L = format::chunk_layout<E>;
-  const std::uint64_t data = format::data_offset(h.chunks);
-  // The directory must be a strictly increasing run of aligned offsets inside the stream.
-  std::uint64_t prev = data;
+  // The directory must be a strictly increasing run of offsets inside the stream.
+  std::uint64_t prev = 0;
   for (std::uint64_t c = 0; c < h.chunks; ++c) {
     const std::uint64_t off = format::directory_entry(in, c);
-    if ((c == 0 && off != data) || (c > 0 && off <= prev) || off >= h.total_bytes) return status::corrupt;
+    if (!format::directory_entry_ok(h, c, off, prev)) return status::corrupt;
     prev = off;
   }
   const bool whole = (h.flags & format::flag_checksum) != 0;
@@ -67,7 +66,7 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
   fork_join(threads, h.chunks, [&](unsigned p, std::uint64_t b, std::uint64_t e) {
     for (std::uint64_t c = b; c < e; ++c) {
       const std::uint64_t off = format::directory_entry(in, c);
-      const std::uint64_t end = c + 1 < h.chunks ? format::directory_entry(in, c + 1) : h.total_bytes;
+      const std::uint64_t end = format::chunk_end(in, h, c);
       const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
       const status s = detail::decode_chunk<E>(in + off, end - off, m, whole,
                                                out + c * h.chunk_elems * L::elem_size);
