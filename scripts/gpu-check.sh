@@ -47,9 +47,9 @@ prefix=()
 [ -d .gpu-deps ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps") &&
   export LD_LIBRARY_PATH="$PWD/.gpu-deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-  -DZIPCCL_BUILD_EXAMPLES=OFF -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
+  -DZIPCCL_BUILD_EXAMPLES=ON -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
   { tail -20 "$out/configure.log"; echo "gpu-check: configure failed"; exit 1; }
-targets=(test_cuda_codec test_cuda_chunk_codec)
+targets=(test_cuda_codec test_cuda_chunk_codec test_cuda_block_decode)
 cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | head -20; echo "gpu-check: build failed"; exit 1; }
 note "build (sm_$arch)|ok|$(elapsed)"
@@ -61,6 +61,8 @@ elif ! cmake --build build-gpu -j "$(nproc)" --target test_cuda_subspace >>"$out
   note "build subspace tests|FAIL|see build.log"
   grep -E "error" "$out/build.log" | head -10
 fi
+cmake --build build-gpu -j "$(nproc)" --target zipccl_cuda_fused_sum >>"$out/build.log" 2>&1 ||
+  note "build fused-sum example|FAIL|see build.log"
 bench_built=0
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec >>"$out/build.log" 2>&1 && bench_built=1
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_subspace >>"$out/build.log" 2>&1 ||
@@ -74,15 +76,24 @@ else
   grep -E "FAILED|failed|Error" "$out/ctest.log" | head -20
 fi
 
-# compute-sanitizer on a small case
-for tool in memcheck racecheck; do
-  if timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
-      "device compress and decompress under CUDA graph capture" >"$out/sanitizer-$tool.log" 2>&1; then
-    note "compute-sanitizer $tool|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool.log" | tail -1)"
-  else
-    note "compute-sanitizer $tool|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool.log" | tail -1)"
-  fi
+# compute-sanitizer on small cases: the graph-captured round trip, and the decoder with blocks
+# that stop early (initcheck finds shared memory read before it is written)
+for tool in memcheck racecheck initcheck synccheck; do
+  for case in "device compress and decompress under CUDA graph capture" \
+              "decoder blocks that stop early: block-wide decisions, nothing uninitialised"; do
+    tag=$([ "${case#device}" != "$case" ] && echo graph || echo early-exit)
+    if timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
+        "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1; then
+      note "sanitizer $tool ($tag)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
+    else
+      note "sanitizer $tool ($tag)|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
+    fi
+  done
 done
+if [ -x build-gpu/bin/zipccl_cuda_fused_sum ]; then
+  build-gpu/bin/zipccl_cuda_fused_sum >"$out/fused_sum.log" 2>&1 && note "example fused sum|pass|$(tail -1 "$out/fused_sum.log")" ||
+    note "example fused sum|FAIL|see fused_sum.log"
+fi
 # the subspace codec's small error case (bad token ids must not reach outside the buffers)
 if [ -x build-gpu/bin/test_cuda_subspace ]; then
   if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/test_cuda_subspace \

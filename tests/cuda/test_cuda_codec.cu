@@ -1,14 +1,18 @@
 // Device executor (cuda/compress.cuh, cuda/decompress.cuh) against the host executor: the same
 // bytes for every element type x codebook x size class, streams decoded across executors,
-// corrupt and truncated input reported without out-of-bounds writes, and CUDA graph capture.
+// corrupt and truncated input reported with the host's status and without out-of-bounds writes,
+// temp storage at odd addresses, the pinned size copy, launch-error attribution, batches with one
+// large tensor among many small ones, and CUDA graph capture.
 // Needs a GPU; without one it exits with the skip code 77.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -57,6 +61,7 @@ status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t le
   device_buffer<std::uint8_t> in(stream.size()), out(out_bytes + 256);
   device_buffer<status> st(1);
   device_buffer<std::uint64_t> count(1);
+  CUDA_OK(cudaMemset(count.p, 0xAB, sizeof(std::uint64_t)));
   in.put(stream.data(), stream.size());
   CUDA_OK(cudaMemset(out.p, 0xEE, out_bytes + 256));
   std::size_t temp_bytes = 0;
@@ -70,6 +75,7 @@ status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t le
   back->assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(out_bytes));
   const status s = st.get(1)[0];
   if (s == status::success) CHECK(count.get(1)[0] == n);
+  else CHECK(count.get(1)[0] == 0xABABABABABABABABull);  // the count only after a whole decode
   return s;
 }
 
@@ -114,21 +120,55 @@ TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[
     opt.checksum = checksum;
     const auto s = host::compress<TestType>(v.data(), n, opt, policy);
     std::vector<std::uint8_t> back, ref(n * sizeof(typename TestType::bits_type));
-    for (std::size_t len : {std::size_t(0), std::size_t(7), std::size_t(47), std::size_t(100), s.size() / 2, s.size() - 1})
-      CHECK(device_decompress<E>(s, len, n, &back) != status::success);
+    // the same status as the host's decompress_as<E>, not merely a failure
+    auto host_status = [&](const std::vector<std::uint8_t>& bytes, std::size_t len, std::size_t capacity) {
+      return host::decompress_as<E>(bytes.data(), len, ref.data(), capacity);
+    };
+    for (std::size_t len : {std::size_t(0), std::size_t(7), std::size_t(47), std::size_t(100), s.size() / 2, s.size() - 1}) {
+      INFO("length " << len);
+      const status dev = device_decompress<E>(s, len, n, &back);
+      CHECK(dev != status::success);
+      CHECK(dev == host_status(s, len, ref.size()));
+    }
     std::mt19937_64 rng(checksum);
-    for (int trial = 0; trial < 200; ++trial) {
+    for (int trial = 0; trial < 300; ++trial) {
       auto bad = s;
       bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+      if (trial >= 200) bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);  // two faults
       const status dev = device_decompress<E>(bad, bad.size(), n, &back);
-      const status hst = host::decompress(bad.data(), bad.size(), ref.data(), ref.size());
+      const status hst = host_status(bad, bad.size(), ref.size());
       INFO("trial " << trial);
-      REQUIRE((dev == status::success) == (hst == status::success));
+      REQUIRE(dev == hst);
       if (dev == status::success) REQUIRE(back == ref);
     }
-    // wrong element type, too small an output
+    // chunk 1's check value wrong, every later chunk's mode invalid: the lowest failing chunk's
+    // status (checksum_mismatch), as on the host, whichever block finishes first
+    {
+      auto bad = s;
+      format::stream_header h;
+      REQUIRE(format::read_header(bad.data(), bad.size(), &h) == status::success);
+      bad[format::directory_entry(bad.data(), 1) + format::chunk_check_field] ^= 1;
+      for (std::uint64_t c = 2; c < h.chunks; ++c) bad[format::directory_entry(bad.data(), c)] = 7;
+      REQUIRE(host_status(bad, bad.size(), ref.size()) == status::checksum_mismatch);
+      for (int rep = 0; rep < 5; ++rep) REQUIRE(device_decompress<E>(bad, bad.size(), n, &back) == status::checksum_mismatch);
+    }
+    // wrong element type, too small an output: the host's codes
     using other = std::conditional_t<std::is_same_v<E, fp32>, bf16, fp32>;
-    CHECK(device_decompress<other>(s, s.size(), n / 2, &back) != status::success);
+    CHECK(device_decompress<other>(s, s.size(), n / 2, &back) == status::type_mismatch);
+    {
+      std::vector<std::uint8_t> small;
+      const std::size_t cap = ref.size() - 1;
+      device_buffer<std::uint8_t> in(s.size()), out(cap + 1);
+      device_buffer<status> st(1);
+      in.put(s.data(), s.size());
+      std::size_t tb = 0;
+      REQUIRE(zipccl::cuda::decompress<E, tuning>(nullptr, tb, in.p, s.size(), out.p, cap, st.p, 0) == status::success);
+      device_buffer<std::uint8_t> temp(tb);
+      REQUIRE(zipccl::cuda::decompress<E, tuning>(temp.p, tb, in.p, s.size(), out.p, cap, st.p, 0) == status::success);
+      CUDA_OK(cudaDeviceSynchronize());
+      CHECK(st.get(1)[0] == status::buffer_too_small);
+      CHECK(host_status(s, s.size(), cap) == status::buffer_too_small);
+    }
   }
 }
 
@@ -245,6 +285,199 @@ TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]") {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+TEMPLATE_LIST_TEST_CASE("temp storage at any address: offsets 1, 4 and 8 from an allocation", "[gpu]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  const std::uint64_t n = 7 * chunk + 123;
+  const auto v = testing::make_tensor<E>(n, 0.3, testing::distribution::gaussian, 11);
+  const auto policy = testing::policy_for<TestType>(v.data(), n);
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  const auto want = host::compress<TestType>(v.data(), n, opt, policy);
+  device_buffer<std::uint8_t> in(n * sizeof(T)), out(zipccl::cuda::max_compressed_size<TestType, tuning>(n)),
+      back(n * sizeof(T));
+  device_buffer<std::uint64_t> size(1);
+  device_buffer<status> st(2);
+  in.put(reinterpret_cast<const std::uint8_t*>(v.data()), n * sizeof(T));
+  for (std::size_t offset : {1u, 4u, 8u}) {
+    INFO("offset " << offset);
+    std::size_t ct = 0, dt = 0, bt = 0;
+    REQUIRE(zipccl::cuda::compress<TestType, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
+    REQUIRE(zipccl::cuda::decompress<E, tuning>(nullptr, dt, out.p, out.n, back.p, back.n, st.p, 0) == status::success);
+    zipccl::cuda::decompress_item item{out.p, want.size(), back.p, n * sizeof(T)};
+    device_buffer<zipccl::cuda::decompress_item> item_dev(1);
+    item_dev.put(&item, 1);
+    REQUIRE(zipccl::cuda::decompress_batch<E, tuning>(nullptr, bt, item_dev.p, 1, want.size(), st.p + 1, 0) ==
+            status::success);
+    device_buffer<std::uint8_t> pool(std::max({ct, dt, bt}) + offset);
+    CUDA_OK(cudaMemset(out.p, 0, out.n));
+    REQUIRE(zipccl::cuda::compress<TestType, tuning>(pool.p + offset, ct, in.p, n, out.p, out.n, size.p, 0, {}, policy) ==
+            status::success);
+    CUDA_OK(cudaDeviceSynchronize());
+    REQUIRE(out.get(size.get(1)[0]) == want);
+    REQUIRE(zipccl::cuda::decompress<E, tuning>(pool.p + offset, dt, out.p, want.size(), back.p, back.n, st.p, 0) ==
+            status::success);
+    CUDA_OK(cudaDeviceSynchronize());
+    REQUIRE(st.get(1)[0] == status::success);
+    REQUIRE(std::memcmp(back.get(n * sizeof(T)).data(), v.data(), n * sizeof(T)) == 0);
+    CUDA_OK(cudaMemset(back.p, 0, back.n));
+    REQUIRE(zipccl::cuda::decompress_batch<E, tuning>(pool.p + offset, bt, item_dev.p, 1, want.size(), st.p + 1, 0) ==
+            status::success);
+    CUDA_OK(cudaDeviceSynchronize());
+    REQUIRE(st.get(2)[1] == status::success);
+    REQUIRE(std::memcmp(back.get(n * sizeof(T)).data(), v.data(), n * sizeof(T)) == 0);
+    // one byte short of the size asked for is an argument error, never a fault
+    std::size_t short_bytes = ct - 1;
+    CHECK(zipccl::cuda::compress<TestType, tuning>(pool.p + offset, short_bytes, in.p, n, out.p, out.n, size.p, 0, {},
+                                                   policy) == status::invalid_argument);
+  }
+}
+
+TEST_CASE("the size copy to the host needs pinned memory, and is captured into a graph", "[gpu]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const std::uint64_t n = 3 * chunk + 5;
+  const auto v = testing::make_tensor<bf16>(n, 1.0);
+  device_buffer<std::uint8_t> in(n * 2), out(zipccl::cuda::max_compressed_size<C, tuning>(n));
+  device_buffer<std::uint64_t> size(1);
+  in.put(reinterpret_cast<const std::uint8_t*>(v.data()), n * 2);
+  std::size_t ct = 0;
+  REQUIRE(zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
+  device_buffer<std::uint8_t> temp(ct);
+  std::uint64_t pageable = 0;
+  CHECK(zipccl::cuda::compress<C, tuning>(temp.p, ct, in.p, n, out.p, out.n, size.p, 0, {}, {}, &pageable) ==
+        status::invalid_argument);
+  std::uint64_t* pinned = nullptr;
+  CUDA_OK(cudaMallocHost(&pinned, sizeof(std::uint64_t)));
+  *pinned = 0;
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  REQUIRE(zipccl::cuda::compress<C, tuning>(temp.p, ct, in.p, n, out.p, out.n, size.p, stream, {}, {}, pinned) ==
+          status::success);
+  CUDA_OK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const auto want = host::compress<C>(v.data(), n, host::compress_options{chunk, false, 1});
+  CHECK(*pinned == want.size());
+  CHECK(size.get(1)[0] == want.size());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  cudaFreeHost(pinned);
+}
+
+namespace {
+__global__ void no_op_kernel() {}
+}  // namespace
+
+TEST_CASE("launch errors: a caller's earlier error is neither cleared nor blamed; a failure keeps its CUDA error",
+          "[gpu]") {
+  using C = codec<bf16, codebook::histogram>;
+  const std::uint64_t n = 2 * chunk;
+  const auto v = testing::make_tensor<bf16>(n, 1.0);
+  device_buffer<std::uint8_t> in(n * 2), out(zipccl::cuda::max_compressed_size<C, tuning>(n));
+  device_buffer<std::uint64_t> size(1);
+  in.put(reinterpret_cast<const std::uint8_t*>(v.data()), n * 2);
+  std::size_t ct = 0;
+  REQUIRE(zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
+  device_buffer<std::uint8_t> temp(ct);
+  // the caller's own bad launch (too many threads: a non-sticky error)
+  no_op_kernel<<<1, 4096>>>();
+  REQUIRE(zipccl::cuda::compress<C, tuning>(temp.p, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);  // still the caller's to see
+  CHECK(cudaGetLastError() == cudaSuccess);
+  // work on the legacy stream while another stream captures in global mode is refused by CUDA:
+  // the call reports cuda_error and keeps the runtime's code and the failing step
+  zipccl::cuda::clear_last_error();
+  cudaStream_t capturing;
+  CUDA_OK(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeGlobal));
+  const status s = zipccl::cuda::compress<C, tuning>(temp.p, ct, in.p, n, out.p, out.n, size.p, 0);
+  cudaGraph_t graph = nullptr;
+  (void)cudaStreamEndCapture(capturing, &graph);
+  if (graph) cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  CHECK(s == status::cuda_error);
+  const zipccl::cuda::failure f = zipccl::cuda::last_error();
+  CHECK(f.cuda != cudaSuccess);
+  CHECK(std::string(f.step).find("cuda::compress") == 0);
+  CHECK(zipccl::cuda::last_error_string().find(cudaGetErrorName(f.cuda)) != std::string::npos);
+  cudaStreamDestroy(capturing);
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+TEST_CASE("decompress_batch: one large tensor among a thousand small ones", "[gpu]") {
+  using C = codec<bf16, codebook::histogram>;
+  std::vector<std::uint64_t> sizes(1000, 300);
+  sizes[517] = 40 * chunk + 9;
+  std::vector<std::vector<std::uint8_t>> streams;
+  std::vector<std::vector<std::uint16_t>> tensors;
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  std::uint64_t max_in = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    tensors.push_back(testing::make_tensor<bf16>(sizes[i], 0.01, testing::distribution::gaussian, i));
+    streams.push_back(host::compress<C>(tensors.back().data(), sizes[i], opt));
+    max_in = std::max<std::uint64_t>(max_in, streams.back().size());
+  }
+  std::vector<std::unique_ptr<device_buffer<std::uint8_t>>> ins, outs;
+  std::vector<zipccl::cuda::decompress_item> items;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    ins.push_back(std::make_unique<device_buffer<std::uint8_t>>(streams[i].size()));
+    ins.back()->put(streams[i].data(), streams[i].size());
+    outs.push_back(std::make_unique<device_buffer<std::uint8_t>>(sizes[i] * 2));
+    items.push_back({ins.back()->p, streams[i].size(), outs.back()->p, sizes[i] * 2});
+  }
+  device_buffer<zipccl::cuda::decompress_item> items_dev(items.size());
+  items_dev.put(items.data(), items.size());
+  device_buffer<status> st(items.size());
+  device_buffer<std::uint64_t> counts(items.size());
+  std::size_t tb = 0;
+  const auto count = static_cast<std::uint32_t>(items.size());
+  REQUIRE(zipccl::cuda::decompress_batch<bf16, tuning>(nullptr, tb, items_dev.p, count, max_in, st.p, 0, counts.p) ==
+          status::success);
+  device_buffer<std::uint8_t> temp(tb);
+  REQUIRE(zipccl::cuda::decompress_batch<bf16, tuning>(temp.p, tb, items_dev.p, count, max_in, st.p, 0, counts.p) ==
+          status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto statuses = st.get(items.size());
+  const auto got_counts = counts.get(items.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    INFO("tensor " << i);
+    REQUIRE(statuses[i] == status::success);
+    REQUIRE(got_counts[i] == sizes[i]);
+    REQUIRE(std::memcmp(outs[i]->get(sizes[i] * 2).data(), tensors[i].data(), sizes[i] * 2) == 0);
+  }
+}
+
+// Small enough for compute-sanitizer (scripts/gpu-check.sh runs it under initcheck, racecheck and
+// memcheck): a stream whose first chunk is corrupt, so blocks stop early, and one that is whole.
+TEST_CASE("decoder blocks that stop early: block-wide decisions, nothing uninitialised", "[gpu][sanitize]") {
+  using C = codec<bf16, codebook::histogram>;
+  const std::uint64_t n = 16 * chunk + 100;
+  const auto v = testing::make_tensor<bf16>(n, 0.05);
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  opt.checksum = true;
+  const auto good = host::compress<C>(v.data(), n, opt);
+  std::vector<std::uint8_t> back;
+  REQUIRE(device_decompress<bf16>(good, good.size(), n, &back) == status::success);
+  REQUIRE(std::memcmp(back.data(), v.data(), n * 2) == 0);
+  auto bad = good;
+  format::stream_header h;
+  REQUIRE(format::read_header(bad.data(), bad.size(), &h) == status::success);
+  bad[format::directory_entry(bad.data(), 0) + 40] ^= 0x10;  // chunk 0's body: checksum mismatch
+  REQUIRE(device_decompress<bf16>(bad, bad.size(), n, &back) == status::checksum_mismatch);
+  bad = good;
+  bad[format::directory_entry(bad.data(), 0)] = 9;  // chunk 0's mode: corrupt
+  REQUIRE(device_decompress<bf16>(bad, bad.size(), n, &back) == status::corrupt);
 }
 
 TEST_CASE("one GiB of bf16 on the device", "[gpu][large]") {

@@ -20,10 +20,7 @@
 #include "../../format/stream.hpp"
 #include "block_io.cuh"
 #include "lookback.cuh"
-
-namespace zipccl::cuda::detail {
-
-}  // namespace zipccl::cuda::detail
+#include "prefix.cuh"
 
 namespace zipccl::cuda {
 // One tensor of a batched compression.
@@ -81,28 +78,20 @@ struct encode_batch {
       *c = g;
       return single;
     }
-    std::uint32_t lo = 0, hi = count;  // the last i with chunk_prefix[i] <= g (skips empty tensors)
-    while (hi - lo > 1) {
-      const std::uint32_t mid = lo + (hi - lo) / 2;
-      if (chunk_prefix[mid] <= g) lo = mid;
-      else hi = mid;
-    }
-    *c = g - chunk_prefix[lo];
-    return tensor(lo);
+    const std::uint32_t i = owner_of(chunk_prefix, count, g);
+    *c = g - chunk_prefix[i];
+    return tensor(i);
   }
 };
 
-// One thread: the chunk prefix of a batch.
+// The chunk count of each tensor of a batch (the prefix kernel's input).
 template <class Tuning>
-__global__ void batch_prefix_kernel(const compress_item* items, std::uint32_t count, std::uint64_t* prefix) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  std::uint64_t total = 0;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    prefix[i] = total;
-    total += format::chunk_count(items[i].n, Tuning::chunk_elems);
+struct item_chunks {
+  const compress_item* items;
+  __device__ std::uint64_t operator()(std::uint32_t i) const {
+    return format::chunk_count(items[i].n, Tuning::chunk_elems);
   }
-  prefix[count] = total;
-}
+};
 
 // Marks in `taken` (shared memory) the exponents with the seven largest histogram::rank_key
 // values of `counts`; run by one warp.
@@ -237,10 +226,13 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_batch ba
   const std::int64_t budget = L::escape_budget(m);
   const bool coded = budget >= 0 && escapes <= static_cast<std::uint64_t>(budget);
   const std::uint64_t size = coded ? L::coded_bytes(m, escapes) : L::stored_bytes(m);
-  if (t == 0) {
-    chunk_offset = format::data_offset(p.chunks) + p.lookback.exclusive_prefix(c, size);
-    p.chunk_sizes[c] = size;
-    format::store_le<std::uint64_t>(p.out + format::header_bytes + 8 * c, chunk_offset);
+  if (t < 32) {  // the first warp looks back, 32 predecessors at a time
+    const std::uint64_t before = p.lookback.exclusive_prefix(c, size);
+    if (t == 0) {
+      chunk_offset = format::data_offset(p.chunks) + before;
+      p.chunk_sizes[c] = size;
+      format::store_le<std::uint64_t>(p.out + format::header_bytes + format::directory_entry_bytes * c, chunk_offset);
+    }
   }
   __syncthreads();
   std::uint8_t* dst = p.out + chunk_offset;
@@ -314,16 +306,17 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_batch ba
 
   // 6. The check value: the whole chunk's words with the checksum flag, else the header's two.
   if (p.checksum) {
+    // dst is 16-byte aligned when the output is 8-byte aligned (chunk offsets are multiples of 16)
+    const bool wide = aligned_to(dst, 8);
     std::uint64_t sum = 0;
-    for (std::uint64_t w = t; w < size / 8; w += T) {
-      std::uint64_t word = format::load_le<std::uint64_t>(dst + 8 * w);
-      if (w == 1) word &= 0xFFFFFFFFull;
-      sum += format::hash_term(w, word);
-    }
+    const std::uint64_t words = format::check_words(size, true);
+    for (std::uint64_t w = t; w < words; w += T)
+      sum += format::check_term(w, wide ? reinterpret_cast<const unsigned long long*>(dst)[w]
+                                        : format::load_le<std::uint64_t>(dst + 8 * w));
     const std::uint64_t total = block_reduce(tmp.reduce).Sum(sum);
-    if (t == 0) format::store_le<std::uint32_t>(dst + 12, format::fold32(format::hash_finish(total, size / 8)));
+    if (t == 0) format::store_chunk_check(dst, format::check_value(total, words));
   } else if (t == 0) {
-    format::store_le<std::uint32_t>(dst + 12, format::chunk_check(dst, size, false));
+    format::store_chunk_check(dst, format::chunk_check(dst, size, false));
   }
 }
 
@@ -342,9 +335,9 @@ __global__ void __launch_bounds__(Threads) finish_kernel(encode_batch batch, for
                     : format::directory_entry(out, h.chunks - 1) + p.chunk_sizes[h.chunks - 1];
   std::uint64_t sum = 0;
   for (std::uint64_t c = threadIdx.x; c < h.chunks; c += Threads)
-    sum += format::hash_term(5 + c, format::directory_entry(out, c));
-  for (std::uint64_t q = format::header_bytes + 8 * h.chunks + threadIdx.x; q < format::data_offset(h.chunks);
-       q += Threads)
+    sum += format::directory_term(c, format::directory_entry(out, c));
+  for (std::uint64_t q = format::header_bytes + format::directory_entry_bytes * h.chunks + threadIdx.x;
+       q < format::data_offset(h.chunks); q += Threads)
     out[q] = 0;
   const std::uint64_t directory_sum = block_reduce(tmp).Sum(sum);
   if (threadIdx.x == 0) {
