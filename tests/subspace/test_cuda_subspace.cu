@@ -273,6 +273,127 @@ TEMPLATE_TEST_CASE("device Stiefel steps match the host and keep A orthonormal",
   CHECK_THROWS_AS(sc::stiefel_optimizer<T>(4, 8), zipccl::error);
 }
 
+namespace {
+__global__ void spin(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+}  // namespace
+
+TEST_CASE("a caller's handle is left as it was: device pointer mode, TF32, another stream, a workspace",
+          "[gpu][subspace]") {
+  using T = float;
+  blas_handle blas;
+  cudaStream_t own, call;
+  REQUIRE(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&call, cudaStreamNonBlocking) == cudaSuccess);
+  device_buffer<unsigned char> workspace(4 << 20);
+  REQUIRE(cublasSetStream(blas.h, own) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetWorkspace(blas.h, workspace.p, 4 << 20) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetPointerMode(blas.h, CUBLAS_POINTER_MODE_DEVICE) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetMathMode(blas.h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS);
+  const sc::blas_context ctx(blas.h, workspace.p, 4 << 20);
+  auto handle_unchanged = [&] {
+    cudaStream_t s = nullptr;
+    cublasPointerMode_t pm;
+    cublasMath_t mm;
+    REQUIRE(cublasGetStream(blas.h, &s) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasGetPointerMode(blas.h, &pm) == CUBLAS_STATUS_SUCCESS);
+    REQUIRE(cublasGetMathMode(blas.h, &mm) == CUBLAS_STATUS_SUCCESS);
+    CHECK(s == own);
+    CHECK(pm == CUBLAS_POINTER_MODE_DEVICE);
+    CHECK(mm == CUBLAS_TF32_TENSOR_OP_MATH);
+  };
+  device_buffer<status> st(1);
+  problem<T> p(300);
+  ss::matrix<T> z, xh;
+  REQUIRE(ss::encode(p.x, p.tok.data(), p.a, &p.anc, &z) == status::success);
+  REQUIRE(ss::decode(z, p.tok.data(), p.a, &p.anc, &xh) == status::success);
+  dmat<T> x(p.x), a(p.a), table(p.anc.table()), basis(p.anc.basis()), dz(p.n, p.r), dxh(p.n, p.d);
+  device_buffer<std::int32_t> tok(p.n);
+  tok.put(p.tok.data(), p.n);
+  const sc::anchor_view<T> av{table.buf.p, basis.buf.p, p.vocab, p.d, p.r};
+  // temp storage at offsets 1, 4 and 8 from an allocation; the projections follow the handle's
+  // TF32 mode (a looser tolerance)
+  for (std::size_t offset : {1u, 4u, 8u}) {
+    CAPTURE(offset);
+    std::size_t eb = 0, db = 0;
+    REQUIRE(sc::encode<T>(nullptr, eb, x.v(), tok.p, a.v(), av, dz.v(), st.p, ctx, call) == status::success);
+    REQUIRE(sc::decode<T>(nullptr, db, dz.v(), tok.p, a.v(), av, dxh.v(), st.p, ctx, call) == status::success);
+    device_buffer<unsigned char> pool(std::max(eb, db) + offset);
+    REQUIRE(sc::encode<T>(pool.p + offset, eb, x.v(), tok.p, a.v(), av, dz.v(), st.p, ctx, call) == status::success);
+    REQUIRE(device_status(st) == status::success);
+    CHECK(rel_diff(dz.get(), z) <= 5e-3);
+    REQUIRE(sc::decode<T>(pool.p + offset, db, dz.v(), tok.p, a.v(), av, dxh.v(), st.p, ctx, call) == status::success);
+    REQUIRE(device_status(st) == status::success);
+    CHECK(rel_diff(dxh.get(), xh) <= 5e-3);
+    handle_unchanged();
+  }
+  // the optimizer runs in full fp32 whatever the handle says: 2,000 steps stay orthonormal to 1e-5
+  const std::size_t d = 64, r = 8;
+  ss::stiefel_options o;
+  o.lr = 0.02;
+  sc::stiefel_optimizer<T> opt(d, r, o);
+  dmat<T> ad(ss::random_orthonormal<T>(d, r, 7)), g(d, r);
+  T worst = 0;
+  for (int s = 0; s < 2000; ++s) {
+    const ss::matrix<T> gh = testing::gaussian_matrix<T>(d, r, 7000 + static_cast<std::uint64_t>(s));
+    REQUIRE(cudaStreamSynchronize(call) == cudaSuccess);
+    g.buf.put(gh.data(), gh.v.size());
+    REQUIRE(opt.step(ad.v(), g.v(), st.p, ctx, call) == status::success);
+    if (s % 100 == 99) {
+      REQUIRE(cudaStreamSynchronize(call) == cudaSuccess);
+      worst = std::max(worst, ss::orthogonality_error(ad.get()));
+    }
+  }
+  REQUIRE(device_status(st) == status::success);
+  INFO("worst ||A^T A - I|| with a TF32 handle " << worst);
+  CHECK(worst <= T(1e-5));
+  handle_unchanged();
+  // a plain handle converts to a blas_context too
+  REQUIRE(cublasSetStream(blas.h, call) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(opt.step(ad.v(), g.v(), st.p, blas.h, call) == status::success);
+  REQUIRE(device_status(st) == status::success);
+  cudaStreamDestroy(own);
+  cudaStreamDestroy(call);
+}
+
+TEMPLATE_TEST_CASE("a first Stiefel step on a non-blocking stream sees a zero momentum", "[gpu][subspace]", float,
+                   double) {
+  using T = TestType;
+  const std::size_t d = 64, r = 8;
+  {  // leave garbage where the optimizer's buffer will likely be allocated
+    void* junk = nullptr;
+    REQUIRE(cudaMalloc(&junk, 8 * d * r * sizeof(T) + 4096) == cudaSuccess);
+    REQUIRE(cudaMemset(junk, 0xFF, 8 * d * r * sizeof(T) + 4096) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    cudaFree(junk);
+  }
+  blas_handle blas;
+  cudaStream_t stream;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  device_buffer<status> st(1);
+  ss::stiefel_options o;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  ss::stiefel_optimizer<T> host(d, r, o);
+  ss::matrix<T> a_host = ss::random_orthonormal<T>(d, r, 3);
+  dmat<T> a(a_host);
+  const ss::matrix<T> gh = testing::gaussian_matrix<T>(d, r, 4);
+  dmat<T> g(gh);
+  // the legacy stream busy for ~0.1 s: work the constructor put there would still be pending
+  spin<<<1, 1>>>(200000000);
+  sc::stiefel_optimizer<T> dev(d, r, o);
+  REQUIRE(dev.step(a.v(), g.v(), st.p, blas.h, stream) == status::success);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  REQUIRE(host.step(&a_host, gh) == status::success);
+  REQUIRE(st.get(1)[0] == status::success);
+  CHECK(rel_diff(a.get(), a_host) <= (std::is_same_v<T, float> ? 1e-4 : 1e-10));
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  cudaStreamDestroy(stream);
+}
+
 TEMPLATE_TEST_CASE("device residual VQ matches the host's indices and values", "[gpu][subspace][rvq]", float, double) {
   using T = TestType;
   device_buffer<status> st(1);

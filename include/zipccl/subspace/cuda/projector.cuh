@@ -58,29 +58,31 @@ bool projector_ok(view<const T> a) {
 template <class T>
 bool backward_ok(std::size_t temp_bytes, std::size_t need, view<const T> a, const anchor_view<T>& anc,
                  const std::int32_t* tok, std::size_t n, view<T> da, view<T> de, bool want_de, status* status_dev,
-                 cublasHandle_t blas) {
+                 const blas_context& blas) {
   const std::size_t d = a.rows, r = a.cols;
   return temp_bytes >= need && projector_ok(a) && (da.data == nullptr || (da.rows == d && da.cols == r)) &&
-         (!want_de || (de.rows == anc.vocab && de.cols == r)) && status_dev != nullptr && blas != nullptr &&
+         (!want_de || (de.rows == anc.vocab && de.cols == r)) && status_dev != nullptr && blas.handle != nullptr &&
          anchor_ok(anc, d, r, tok, n);
 }
 
-inline status launched(status s) {
-  if (s != status::success) return s;
-  return check(cudaGetLastError());
-}
-
-inline status begin(cublasHandle_t blas, cudaStream_t stream, status* status_dev) {
-  const status s = check(cublasSetStream(blas, stream));
-  if (s != status::success) return s;
-  return check(cudaMemsetAsync(status_dev, 0, sizeof(status), stream));
+inline status clear_status(status* status_dev, cudaStream_t stream, const char* call) {
+  return check(cudaMemsetAsync(status_dev, 0, sizeof(status), stream), call);
 }
 
 // rows (n x r) = E[tok]
 template <class T>
-void gather(const anchor_view<T>& anc, const std::int32_t* tok, std::size_t n, T* rows, status* st,
-            cudaStream_t stream) {
-  gather_rows<T><<<blocks_for(n * anc.rank), threads, 0, stream>>>(tok, n, anc.table, anc.vocab, anc.rank, rows, st);
+status gather(const anchor_view<T>& anc, const std::int32_t* tok, std::size_t n, T* rows, status* st,
+              cudaStream_t stream) {
+  return launch("subspace::cuda: gather_rows", dim3(blocks_for(n * anc.rank)), dim3(threads), stream, gather_rows<T>,
+                tok, n, anc.table, anc.vocab, anc.rank, rows, st);
+}
+
+// de[tok] += scale * g (n x r)
+template <class T>
+status scatter_rows(const std::int32_t* tok, std::size_t n, const T* g, T scale, T* de, std::size_t vocab,
+                    std::size_t r, status* st, cudaStream_t stream) {
+  return launch("subspace::cuda: scatter_add_rows", dim3(blocks_for(n * r)), dim3(threads), stream,
+                scatter_add_rows<T>, tok, n, g, scale, de, vocab, r, st);
 }
 
 // de[tok] += scale * g P^T (g: n x d), through gp (n x r) of temp storage
@@ -90,8 +92,7 @@ status scatter(const anchor_view<T>& anc, const std::int32_t* tok, std::size_t n
   const std::size_t d = anc.dim, r = anc.rank;
   const status s = gemm<T>(blas, false, true, n, r, d, T(1), g, d, anc.basis, d, T(0), gp, r);
   if (s != status::success) return s;
-  scatter_add_rows<T><<<blocks_for(n * r), threads, 0, stream>>>(tok, n, gp, scale, de, anc.vocab, r, st);
-  return check(cudaGetLastError());
+  return scatter_rows(tok, n, gp, scale, de, anc.vocab, r, st, stream);
 }
 
 }  // namespace detail
@@ -99,7 +100,8 @@ status scatter(const anchor_view<T>& anc, const std::int32_t* tok, std::size_t n
 // z (n x r) = (x - anchor[tok]) A; x: n x d, A: d x r.
 template <class T>
 status encode(void* temp, std::size_t& temp_bytes, view<const T> x, const std::int32_t* tok, view<const T> a,
-              const anchor_view<T>& anc, view<T> z, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+              const anchor_view<T>& anc, view<T> z, status* status_dev, const blas_context& blas,
+              cudaStream_t stream) {
   const std::size_t n = x.rows, d = a.rows, r = a.cols;
   detail::carver c(temp);
   T* pa = anc.empty() ? nullptr : c.template take<T>(r * r);
@@ -109,23 +111,27 @@ status encode(void* temp, std::size_t& temp_bytes, view<const T> x, const std::i
     return status::success;
   }
   if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !x.ok() || !z.ok() || x.cols != d || z.rows != n ||
-      z.cols != r || status_dev == nullptr || blas == nullptr || !detail::anchor_ok(anc, d, r, tok, n))
+      z.cols != r || status_dev == nullptr || blas.handle == nullptr || !detail::anchor_ok(anc, d, r, tok, n))
     return status::invalid_argument;
-  status s = detail::begin(blas, stream, status_dev);
-  if (s == status::success) s = detail::gemm<T>(blas, false, false, n, r, d, T(1), x.data, d, a.data, r, T(0), z.data, r);
-  if (s != status::success || anc.empty() || n == 0) return s;
-  s = detail::gemm<T>(blas, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);  // P A
-  if (s != status::success) return s;
-  detail::gather(anc, tok, n, rows, status_dev, stream);
-  s = detail::launched(s);
-  if (s != status::success) return s;
-  return detail::gemm<T>(blas, false, false, n, r, r, T(-1), rows, r, pa, r, T(1), z.data, r);
+  constexpr const char* call = "subspace::cuda::encode";
+  detail::blas_scope scope(blas, stream, detail::blas_math::caller, call);
+  if (scope.state() != status::success) return scope.state();
+  cublasHandle_t h = blas.handle;
+  status s = detail::clear_status(status_dev, stream, call);
+  if (s == status::success) s = detail::gemm<T>(h, false, false, n, r, d, T(1), x.data, d, a.data, r, T(0), z.data, r);
+  if (s == status::success && !anc.empty() && n != 0) {
+    s = detail::gemm<T>(h, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);  // P A
+    if (s == status::success) s = detail::gather(anc, tok, n, rows, status_dev, stream);
+    if (s == status::success) s = detail::gemm<T>(h, false, false, n, r, r, T(-1), rows, r, pa, r, T(1), z.data, r);
+  }
+  return scope.finish(s);
 }
 
 // x_hat (n x d) = z A^T + anchor[tok].
 template <class T>
 status decode(void* temp, std::size_t& temp_bytes, view<const T> z, const std::int32_t* tok, view<const T> a,
-              const anchor_view<T>& anc, view<T> x_hat, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+              const anchor_view<T>& anc, view<T> x_hat, status* status_dev, const blas_context& blas,
+              cudaStream_t stream) {
   const std::size_t n = z.rows, d = a.rows, r = a.cols;
   detail::carver c(temp);
   T* rows = anc.empty() ? nullptr : c.template take<T>(n * r);
@@ -134,21 +140,24 @@ status decode(void* temp, std::size_t& temp_bytes, view<const T> z, const std::i
     return status::success;
   }
   if (temp_bytes < c.bytes() || !detail::projector_ok(a) || !z.ok() || !x_hat.ok() || z.cols != r ||
-      x_hat.rows != n || x_hat.cols != d || status_dev == nullptr || blas == nullptr ||
+      x_hat.rows != n || x_hat.cols != d || status_dev == nullptr || blas.handle == nullptr ||
       !detail::anchor_ok(anc, d, r, tok, n))
     return status::invalid_argument;
-  status s = detail::begin(blas, stream, status_dev);
-  if (s != status::success) return s;
+  constexpr const char* call = "subspace::cuda::decode";
+  detail::blas_scope scope(blas, stream, detail::blas_math::caller, call);
+  if (scope.state() != status::success) return scope.state();
+  cublasHandle_t h = blas.handle;
+  status s = detail::clear_status(status_dev, stream, call);
   T beta = T(0);
-  if (!anc.empty() && n != 0) {
-    detail::gather(anc, tok, n, rows, status_dev, stream);
-    s = detail::launched(s);
+  if (s == status::success && !anc.empty() && n != 0) {
+    s = detail::gather(anc, tok, n, rows, status_dev, stream);
     if (s == status::success)
-      s = detail::gemm<T>(blas, false, false, n, d, r, T(1), rows, r, anc.basis, d, T(0), x_hat.data, d);
-    if (s != status::success) return s;
+      s = detail::gemm<T>(h, false, false, n, d, r, T(1), rows, r, anc.basis, d, T(0), x_hat.data, d);
     beta = T(1);
   }
-  return detail::gemm<T>(blas, false, true, n, d, r, T(1), z.data, r, a.data, r, beta, x_hat.data, d);
+  if (s == status::success)
+    s = detail::gemm<T>(h, false, true, n, d, r, T(1), z.data, r, a.data, r, beta, x_hat.data, d);
+  return scope.finish(s);
 }
 
 // The receiver's backward pass: dz = d_xhat A; da += d_xhat^T z (if da.data); de[tok] += d_xhat P^T
@@ -156,7 +165,7 @@ status decode(void* temp, std::size_t& temp_bytes, view<const T> z, const std::i
 template <class T>
 status decode_backward(void* temp, std::size_t& temp_bytes, view<const T> z, const std::int32_t* tok,
                        view<const T> a, const anchor_view<T>& anc, view<const T> d_xhat, view<T> dz, view<T> da,
-                       view<T> de, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+                       view<T> de, status* status_dev, const blas_context& blas, cudaStream_t stream) {
   const std::size_t n = z.rows, d = a.rows, r = a.cols;
   const bool want_de = !anc.empty() && de.data != nullptr;
   detail::carver c(temp);
@@ -168,13 +177,18 @@ status decode_backward(void* temp, std::size_t& temp_bytes, view<const T> z, con
   if (!detail::backward_ok(temp_bytes, c.bytes(), a, anc, tok, n, da, de, want_de, status_dev, blas) || !z.ok() ||
       !d_xhat.ok() || !dz.ok() || z.cols != r || d_xhat.rows != n || d_xhat.cols != d || dz.rows != n || dz.cols != r)
     return status::invalid_argument;
-  status s = detail::begin(blas, stream, status_dev);
-  if (s == status::success) s = detail::gemm<T>(blas, false, false, n, r, d, T(1), d_xhat.data, d, a.data, r, T(0), dz.data, r);
+  constexpr const char* call = "subspace::cuda::decode_backward";
+  detail::blas_scope scope(blas, stream, detail::blas_math::caller, call);
+  if (scope.state() != status::success) return scope.state();
+  cublasHandle_t h = blas.handle;
+  status s = detail::clear_status(status_dev, stream, call);
+  if (s == status::success)
+    s = detail::gemm<T>(h, false, false, n, r, d, T(1), d_xhat.data, d, a.data, r, T(0), dz.data, r);
   if (s == status::success && da.data != nullptr && n != 0)
-    s = detail::gemm<T>(blas, true, false, d, r, n, T(1), d_xhat.data, d, z.data, r, T(1), da.data, r);
+    s = detail::gemm<T>(h, true, false, d, r, n, T(1), d_xhat.data, d, z.data, r, T(1), da.data, r);
   if (s == status::success && want_de && n != 0)
-    s = detail::scatter(anc, tok, n, d_xhat.data, T(1), gp, de.data, status_dev, blas, stream);
-  return s;
+    s = detail::scatter(anc, tok, n, d_xhat.data, T(1), gp, de.data, status_dev, h, stream);
+  return scope.finish(s);
 }
 
 // The sender's backward pass: dx = dz A^T; da += (x - anchor[tok])^T dz (if da.data);
@@ -182,7 +196,7 @@ status decode_backward(void* temp, std::size_t& temp_bytes, view<const T> z, con
 template <class T>
 status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, const std::int32_t* tok,
                        view<const T> a, const anchor_view<T>& anc, view<const T> dz, view<T> dx, view<T> da,
-                       view<T> de, status* status_dev, cublasHandle_t blas, cudaStream_t stream) {
+                       view<T> de, status* status_dev, const blas_context& blas, cudaStream_t stream) {
   const std::size_t n = x.rows, d = a.rows, r = a.cols;
   const bool want_de = !anc.empty() && de.data != nullptr, want_da = da.data != nullptr;
   detail::carver c(temp);
@@ -197,30 +211,29 @@ status encode_backward(void* temp, std::size_t& temp_bytes, view<const T> x, con
   if (!detail::backward_ok(temp_bytes, c.bytes(), a, anc, tok, n, da, de, want_de, status_dev, blas) || !x.ok() ||
       !dz.ok() || !dx.ok() || x.cols != d || dz.rows != n || dz.cols != r || dx.rows != n || dx.cols != d)
     return status::invalid_argument;
-  status s = detail::begin(blas, stream, status_dev);
-  if (s == status::success) s = detail::gemm<T>(blas, false, true, n, d, r, T(1), dz.data, r, a.data, r, T(0), dx.data, d);
-  if (s != status::success || n == 0) return s;
-  if (want_da) {
-    s = detail::gemm<T>(blas, true, false, d, r, n, T(1), x.data, d, dz.data, r, T(1), da.data, r);
+  constexpr const char* call = "subspace::cuda::encode_backward";
+  detail::blas_scope scope(blas, stream, detail::blas_math::caller, call);
+  if (scope.state() != status::success) return scope.state();
+  cublasHandle_t h = blas.handle;
+  status s = detail::clear_status(status_dev, stream, call);
+  if (s == status::success)
+    s = detail::gemm<T>(h, false, true, n, d, r, T(1), dz.data, r, a.data, r, T(0), dx.data, d);
+  if (s == status::success && want_da && n != 0) {
+    s = detail::gemm<T>(h, true, false, d, r, n, T(1), x.data, d, dz.data, r, T(1), da.data, r);
     if (s == status::success && !anc.empty()) {
-      detail::gather(anc, tok, n, rows, status_dev, stream);
-      s = detail::launched(s);
+      s = detail::gather(anc, tok, n, rows, status_dev, stream);
       if (s == status::success)  // W = E[tok]^T dz (r x r), then da -= P^T W
-        s = detail::gemm<T>(blas, true, false, r, r, n, T(1), rows, r, dz.data, r, T(0), w, r);
+        s = detail::gemm<T>(h, true, false, r, r, n, T(1), rows, r, dz.data, r, T(0), w, r);
       if (s == status::success)
-        s = detail::gemm<T>(blas, true, false, d, r, r, T(-1), anc.basis, d, w, r, T(1), da.data, r);
+        s = detail::gemm<T>(h, true, false, d, r, r, T(-1), anc.basis, d, w, r, T(1), da.data, r);
     }
-    if (s != status::success) return s;
   }
-  if (want_de) {  // g = dz (P A)^T (n x r), scattered into the token rows
-    s = detail::gemm<T>(blas, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);
-    if (s == status::success) s = detail::gemm<T>(blas, false, true, n, r, r, T(1), dz.data, r, pa, r, T(0), g, r);
-    if (s != status::success) return s;
-    detail::scatter_add_rows<T><<<detail::blocks_for(n * r), detail::threads, 0, stream>>>(tok, n, g, T(-1), de.data,
-                                                                                         anc.vocab, r, status_dev);
-    s = detail::check(cudaGetLastError());
+  if (s == status::success && want_de && n != 0) {  // g = dz (P A)^T (n x r), scattered into the token rows
+    s = detail::gemm<T>(h, false, false, r, r, d, T(1), anc.basis, d, a.data, r, T(0), pa, r);
+    if (s == status::success) s = detail::gemm<T>(h, false, true, n, r, r, T(1), dz.data, r, pa, r, T(0), g, r);
+    if (s == status::success) s = detail::scatter_rows(tok, n, g, T(-1), de.data, anc.vocab, r, status_dev, stream);
   }
-  return s;
+  return scope.finish(s);
 }
 
 }  // namespace zipccl::subspace::cuda

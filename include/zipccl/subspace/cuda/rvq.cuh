@@ -41,9 +41,8 @@ status rvq_encode(void* temp, std::size_t& temp_bytes, const rvq_book_view<T>& b
     return status::invalid_argument;
   if (z.rows == 0) return status::success;
   const std::size_t warps = z.rows * book.shape.groups;
-  detail::rvq_search<T><<<detail::blocks_for(warps * 32), detail::threads, 0, stream>>>(book.values, book.shape, z.data,
-                                                                                      z.rows, res, idx);
-  return detail::check(cudaGetLastError());
+  return detail::launch("subspace::cuda::rvq_encode", dim3(detail::blocks_for(warps * 32)), dim3(detail::threads),
+                        stream, detail::rvq_search<T>, book.values, book.shape, z.data, z.rows, res, idx);
 }
 
 // z (n x dim, device) from n tokens' indices; an index >= codewords writes invalid_argument to
@@ -54,11 +53,11 @@ status rvq_decode(const rvq_book_view<T>& book, const std::uint16_t* idx, std::s
   if (!book.shape.valid() || book.values == nullptr || (idx == nullptr && n != 0) || !z.ok() || z.rows != n ||
       z.cols != book.shape.dim || status_dev == nullptr)
     return status::invalid_argument;
-  status s = detail::check(cudaMemsetAsync(status_dev, 0, sizeof(status), stream));
+  status s = detail::check(cudaMemsetAsync(status_dev, 0, sizeof(status), stream), "subspace::cuda::rvq_decode");
   if (s != status::success || n == 0) return s;
-  detail::rvq_sum<T><<<detail::blocks_for(n * book.shape.dim), detail::threads, 0, stream>>>(book.values, book.shape,
-                                                                                           idx, n, z.data, status_dev);
-  return detail::check(cudaGetLastError());
+  return detail::launch("subspace::cuda::rvq_decode", dim3(detail::blocks_for(n * book.shape.dim)),
+                        dim3(detail::threads), stream, detail::rvq_sum<T>, book.values, book.shape, idx, n, z.data,
+                        status_dev);
 }
 
 }  // namespace zipccl::subspace::cuda
