@@ -2,7 +2,7 @@
 // cuda::block_decode and writes their element-wise sum in fp32: the decoded values go from
 // registers to one shared-memory tile and into the sum, never through global memory.
 //
-// Used by examples/cuda_fused_sum.cu and checked against the host in tests/cuda/test_block_decode.cu.
+// Used by examples/cuda_fused_sum.cu and checked against the host in tests/cuda/test_block_codec.cu.
 #pragma once
 
 #include <cuda_fp16.h>

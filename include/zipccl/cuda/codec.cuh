@@ -2,6 +2,11 @@
 #pragma once
 
 #include "../zipccl.hpp"
+#include "block_decode.cuh"
+#include "block_encode.cuh"
 #include "compress.cuh"
+#include "context.cuh"
 #include "decompress.cuh"
+#include "memory.cuh"
+#include "runtime.cuh"
 #include "tuning.cuh"

@@ -24,6 +24,7 @@
 #include "../format/stream.hpp"
 #include "detail/encode_kernel.cuh"
 #include "detail/nvtx.cuh"
+#include "memory.cuh"
 #include "runtime.cuh"
 #include "tuning.cuh"
 
@@ -167,16 +168,6 @@ status compress_batch(void* temp, std::size_t& temp_bytes, const compress_item* 
   if (s != status::success) return s;
   return detail::launch_encode<Codec, Tuning>(b, total, count, opt, cb, stream);
 }
-
-// A stream-ordered allocator: cudaMallocAsync / cudaFreeAsync on the call's stream (graph
-// capturable). Any type with the same two members can be passed instead.
-struct async_allocator {
-  void* allocate(std::size_t bytes, cudaStream_t stream) const {
-    void* p = nullptr;
-    return cudaMallocAsync(&p, bytes, stream) == cudaSuccess ? p : nullptr;
-  }
-  void deallocate(void* p, std::size_t, cudaStream_t stream) const { cudaFreeAsync(p, stream); }
-};
 
 // Convenience overload: temp storage from `alloc`, freed on the stream after the work.
 template <class Codec, class Tuning = default_tuning, class Allocator = async_allocator>

@@ -1,0 +1,298 @@
+// zipccl: cuda::block_encode, a block-level collective that codes one chunk held in registers
+// into the wire format, for use inside the caller's own kernel (in the manner of cub::BlockReduce):
+//
+//   using encoder = zipccl::cuda::block_encode<zipccl::bf16, zipccl::codebook::histogram, 256, 32>;
+//   __shared__ typename encoder::TempStorage temp;
+//   typename encoder::runs_type v;                  // 32 elements per thread, in registers
+//   encoder::load(src, m, v);                       // or produce them: an optimizer step's output
+//   encoder enc(temp);                              // (policy data: encoder enc(temp, policy))
+//   const std::uint64_t size = enc.plan(v, m);      // the chunk's exact size, same in every thread
+//   ... decide where the chunk goes (cuda::compress uses a decoupled look-back) ...
+//   enc.write(v, m, dst, checksum);                 // the chunk's bytes at dst
+//
+// A chunk holds m <= Threads * ItemsPerThread elements (raw bit patterns), arranged in runs of 8:
+// run r of thread t holds elements r * Threads * 8 + 8t .. +7 of the chunk (elements at or past
+// m are ignored). The bytes written are those the host's encode_chunk writes for the same
+// elements and table, so any executor decodes them; a chunk is a valid chunk of a stream when it
+// is placed at a 16-byte-aligned offset and m follows the stream's chunk size
+// (format::chunk_elements). Every thread of the block calls every member with the same m.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/util_type.cuh>
+
+#include <cstdint>
+
+#include "../codebook/analytic_gaussian.hpp"
+#include "../codebook/histogram.hpp"
+#include "../codebook/table.hpp"
+#include "../codec/chunk_codec.hpp"
+#include "../format/chunk.hpp"
+#include "detail/block_io.cuh"
+
+namespace zipccl::cuda {
+
+template <class E, class Policy, int Threads, int ItemsPerThread>
+class block_encode {
+  static_assert(is_element_v<E>, "block_encode: E must be zipccl::bf16, fp16 or fp32");
+  static_assert(codebook::is_policy_v<Policy>, "block_encode: Policy must be a zipccl codebook policy");
+  static_assert(Threads % 32 == 0 && Threads >= 64 && Threads <= 1024,
+                "block_encode: Threads must be a multiple of 32 between 64 and 1024");
+  static_assert(ItemsPerThread % 8 == 0 && ItemsPerThread >= 8 && ItemsPerThread <= 64,
+                "block_encode: ItemsPerThread must be a multiple of 8 between 8 and 64");
+  static constexpr int R = ItemsPerThread / 8;
+  static constexpr bool uses_histogram = Policy::stat == codebook::statistic::histogram;
+  using L = format::chunk_layout<E>;
+  using G = codec_detail::group_coder<E>;
+  using block_scan = cub::BlockScan<std::uint32_t, Threads>;
+  using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
+
+  struct storage {
+    union {
+      typename block_scan::TempStorage scan;
+      typename block_reduce::TempStorage reduce;
+    } cub;
+    std::uint32_t hist[uses_histogram ? E::exponent_count : 1];
+    bool taken[uses_histogram ? E::exponent_count : 1];
+    std::uint8_t lut[256];
+    std::uint8_t table[format::table_size];
+    std::uint32_t run_escapes[R];
+  };
+
+ public:
+  using bits_type = typename E::bits_type;
+  using runs_type = bits_type[R][8];
+  static constexpr std::uint64_t max_elems = static_cast<std::uint64_t>(Threads) * ItemsPerThread;
+
+  // Shared memory for one chunk at a time (plan, then write).
+  struct TempStorage : cub::Uninitialized<storage> {};
+
+  __device__ __forceinline__ explicit block_encode(TempStorage& temp, const Policy& policy = Policy{})
+      : s_(temp.Alias()), policy_(policy) {}
+
+  // Loads the first m elements at src (any alignment) in the run arrangement; 16-byte vectors
+  // where the address allows.
+  __device__ static void load(const std::uint8_t* src, std::uint64_t m, runs_type& v) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::uint64_t first = run_first(r);
+      detail::load_run<E>(src + first * L::elem_size, valid_in(first, m), v[r]);
+    }
+  }
+
+  // Chooses the table (the policy's statistic of the values), codes the elements and counts the
+  // escapes. Returns the chunk's size in bytes: coded, or stored when coding would not pay.
+  __device__ std::uint64_t plan(const runs_type& v, std::uint64_t m) {
+    choose_table(v, m);
+    count_escapes(v, m);
+    const std::int64_t budget = L::escape_budget(m);
+    coded_ = budget >= 0 && escapes_ <= static_cast<std::uint64_t>(budget);
+    size_ = coded_ ? L::coded_bytes(m, escapes_) : L::stored_bytes(m);
+    return size_;
+  }
+
+  // Writes the planned chunk (plan()'s size) at dst, header, padding and check value included.
+  // `checksum`: the stream's flag_checksum (the check covers the whole chunk, not only its header).
+  __device__ void write(const runs_type& v, std::uint64_t m, std::uint8_t* dst, bool checksum) {
+    const unsigned t = threadIdx.x;
+    if (coded_) write_coded(v, m, dst);
+    else write_stored(v, m, dst);
+    const std::uint64_t content_end =
+        coded_ ? L::escapes_offset(m) + escapes_ : format::chunk_header_bytes + m * L::elem_size;
+    for (std::uint64_t q = content_end + t; q < size_; q += Threads) dst[q] = 0;
+    if (t == 0) {
+      format::chunk_header h;
+      h.mode = coded_ ? format::chunk_mode::coded : format::chunk_mode::stored;
+      if (coded_)
+        for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = s_.table[i];
+      h.escapes = coded_ ? static_cast<std::uint32_t>(escapes_) : 0u;
+      format::write_chunk_header(dst, h);
+    }
+    __syncthreads();
+    if (checksum) {
+      // wide loads when dst is 8-byte aligned (chunks sit at multiples of 16 in a stream)
+      const bool wide = detail::aligned_to(dst, 8);
+      const std::uint64_t words = format::check_words(size_, true);
+      std::uint64_t sum = 0;
+      for (std::uint64_t w = t; w < words; w += Threads)
+        sum += format::check_term(w, wide ? reinterpret_cast<const unsigned long long*>(dst)[w]
+                                          : format::load_le<std::uint64_t>(dst + 8 * w));
+      const std::uint64_t total = block_reduce(s_.cub.reduce).Sum(sum);
+      if (t == 0) format::store_chunk_check(dst, format::check_value(total, words));
+    } else if (t == 0) {
+      format::store_chunk_check(dst, format::chunk_check(dst, size_, false));
+    }
+    __syncthreads();  // the shared storage may be reused for the next chunk
+  }
+
+  // After plan(): whether the chunk is coded, and its escape count.
+  __device__ bool coded() const { return coded_; }
+  __device__ std::uint64_t escapes() const { return escapes_; }
+
+ private:
+  __device__ __forceinline__ static std::uint64_t run_first(int r) {
+    return static_cast<std::uint64_t>(r) * Threads * 8 + 8ull * threadIdx.x;
+  }
+  __device__ __forceinline__ static unsigned valid_in(std::uint64_t first, std::uint64_t m) {
+    return first >= m ? 0u : (m - first >= 8 ? 8u : static_cast<unsigned>(m - first));
+  }
+
+  __device__ void store_table(const codebook::table& t) {
+    for (unsigned i = 0; i < format::table_size; ++i) s_.table[i] = t.exponent[i];
+  }
+
+  // The policy's statistic, reduced from the registers; the table into shared memory, then the
+  // exponent -> code map.
+  __device__ void choose_table(const runs_type& v, std::uint64_t m) {
+    const unsigned t = threadIdx.x;
+    if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
+      std::uint64_t packed = 0;  // sum << 25 | count (a chunk holds at most 2^24 elements)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const unsigned valid = valid_in(run_first(r), m);
+#pragma unroll
+        for (unsigned i = 0; i < 8; ++i) {
+          const std::uint32_t e = E::exponent(v[r][i]);
+          if (i < valid && Policy::template counts<E>(e)) packed += (std::uint64_t(e) << 25) | 1u;
+        }
+      }
+      const std::uint64_t total = block_reduce(s_.cub.reduce).Sum(packed);
+      if (t == 0) store_table(Policy::template select<E>(total >> 25, total & ((1u << 25) - 1)));
+    } else if constexpr (uses_histogram) {
+      for (unsigned e = t; e < E::exponent_count; e += Threads) s_.hist[e] = 0;
+      __syncthreads();
+      // one shared-memory atomic per distinct exponent in the warp, not one per element: the few
+      // hot bins of real data would otherwise serialise
+      const unsigned lane = t & 31u;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const unsigned valid = valid_in(run_first(r), m);
+#pragma unroll
+        for (unsigned i = 0; i < 8; ++i) {
+          const std::uint32_t e = i < valid ? E::exponent(v[r][i]) : 0xFFFFFFFFu;
+          const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
+          if (e != 0xFFFFFFFFu && lane == static_cast<unsigned>(__ffs(peers)) - 1u)
+            atomicAdd(&s_.hist[e], static_cast<std::uint32_t>(__popc(peers)));
+        }
+      }
+      __syncthreads();
+      if (t < 32) top7();
+      __syncthreads();
+      if (t == 0) store_table(codebook::histogram::table_from_taken<E>(s_.taken));
+    } else {
+      if (t == 0) store_table(policy_.entries);
+    }
+    for (unsigned e = t; e < 256; e += Threads) s_.lut[e] = 0;
+    __syncthreads();
+    // tables hold distinct exponents (fixed tables are checked on the host), so no two writes meet
+    if (t < format::table_size) s_.lut[s_.table[t]] = static_cast<std::uint8_t>(t + 1);
+    __syncthreads();
+  }
+
+  // Marks in taken the exponents with the seven largest histogram::rank_key values (one warp).
+  __device__ void top7() {
+    constexpr unsigned per_lane = (E::exponent_count + 31) / 32;
+    const unsigned lane = threadIdx.x & 31u;
+    for (unsigned e = lane; e < E::exponent_count; e += 32) s_.taken[e] = false;
+    __syncwarp();
+    for (unsigned k = 0; k < format::table_size; ++k) {
+      std::uint64_t best = 0;
+#pragma unroll
+      for (unsigned i = 0; i < per_lane; ++i) {
+        const unsigned e = lane + 32 * i;
+        if (e < E::exponent_count && !s_.taken[e]) {
+          const std::uint64_t key = codebook::histogram::rank_key(s_.hist[e], e);
+          best = key > best ? key : best;
+        }
+      }
+#pragma unroll
+      for (int d = 16; d > 0; d >>= 1) {
+        const std::uint64_t o = __shfl_xor_sync(0xFFFFFFFFu, best, d);
+        best = o > best ? o : best;
+      }
+      if (lane == 0) s_.taken[codebook::histogram::key_exponent(best)] = true;
+      __syncwarp();
+    }
+  }
+
+  // Each run's escapes are scanned across the block in element order.
+  __device__ void count_escapes(const runs_type& v, std::uint64_t m) {
+    escapes_ = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const unsigned valid = valid_in(run_first(r), m);
+      std::uint32_t mask = 0;
+#pragma unroll
+      for (unsigned i = 0; i < 8; ++i)
+        if (i < valid && s_.lut[E::exponent(v[r][i])] == 0) mask |= 1u << i;
+      std::uint32_t total = 0;
+      block_scan(s_.cub.scan).ExclusiveSum(static_cast<std::uint32_t>(__popc(mask)), esc_before_[r], total);
+      if (threadIdx.x == 0) s_.run_escapes[r] = total;
+      __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) escapes_ += s_.run_escapes[r];
+  }
+
+  __device__ void write_coded(const runs_type& v, std::uint64_t m, std::uint8_t* dst) {
+    std::uint8_t* planes = dst + L::planes_offset();
+    std::uint8_t* words = dst + L::words_offset(m);
+    std::uint8_t* bytes = dst + L::bytes_offset(m);
+    std::uint8_t* esc_out = dst + L::escapes_offset(m);
+    const std::uint64_t groups_end = L::groups(m) * format::group_elems;
+    std::uint64_t esc_base = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::uint64_t first = run_first(r);
+      // group first / 32, byte (first % 32) / 8 of each of its plane words
+      std::uint8_t* gp = planes + (first / format::group_elems) * L::planes * 4 + (first % 32) / 8;
+      if (first < m) {
+        const unsigned valid = valid_in(first, m);
+        std::uint32_t pl[L::planes] = {};
+        std::uint64_t rest_bytes = 0, rest_words_lo = 0, rest_words_hi = 0;
+        std::uint32_t k = esc_before_[r];
+#pragma unroll
+        for (unsigned i = 0; i < 8; ++i) {
+          if (i < valid) {
+            const auto l = G::encode_lane(v[r][i], s_.lut, i, pl);
+            rest_bytes |= std::uint64_t(l.byte) << (8 * i);
+            if constexpr (L::word_bytes != 0) {
+              if (i < 4) rest_words_lo |= std::uint64_t(l.word) << (16 * i);
+              else rest_words_hi |= std::uint64_t(l.word) << (16 * (i - 4));
+            }
+            if (l.code == 0) esc_out[esc_base + k++] = static_cast<std::uint8_t>(l.exponent);
+          }
+        }
+#pragma unroll
+        for (unsigned q = 0; q < L::planes; ++q) gp[4 * q] = static_cast<std::uint8_t>(pl[q]);
+        detail::store_bytes(bytes + first, rest_bytes, valid);
+        if constexpr (L::word_bytes != 0) {
+          detail::store_bytes(words + 2 * first, rest_words_lo, valid >= 4 ? 8u : 2 * valid);
+          if (valid > 4) detail::store_bytes(words + 2 * first + 8, rest_words_hi, 2 * (valid - 4));
+        }
+      } else if (first < groups_end) {
+        // lanes past the end of the last group: their plane bytes are zero
+#pragma unroll
+        for (unsigned q = 0; q < L::planes; ++q) gp[4 * q] = 0;
+      }
+      esc_base += s_.run_escapes[r];
+    }
+  }
+
+  __device__ void write_stored(const runs_type& v, std::uint64_t m, std::uint8_t* dst) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::uint64_t first = run_first(r);
+      if (first < m) detail::store_run<E>(dst + format::chunk_header_bytes + first * L::elem_size, valid_in(first, m), v[r]);
+    }
+  }
+
+  storage& s_;
+  Policy policy_;
+  std::uint32_t esc_before_[R];  // escapes before this thread's run r, within the run's pass
+  std::uint64_t escapes_ = 0, size_ = 0;
+  bool coded_ = false;
+};
+
+}  // namespace zipccl::cuda
