@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -92,6 +93,74 @@ void bm_codec(benchmark::State& state) {
   if (copy_rate.count(bytes)) state.counters["of_copy"] = bytes / (ms / 1e3) / copy_rate[bytes];
 }
 
+// A gradient bucket: one large tensor (state.range(0) MiB) among 1,000 tensors of 4 KiB, through
+// compress_batch / decompress_batch in one call each. `TBps` counts all the bucket's bytes;
+// compare with bf16/histogram at the large tensor's size alone (before the chunks of a batch were
+// spread over the grid, the large tensor got ceil(8 * SMs / 1001) blocks).
+template <bool Decompress>
+void bm_bucket(benchmark::State& state) {
+  using Codec = zipccl::codec<zipccl::bf16, zipccl::codebook::histogram>;
+  const std::uint64_t large = (static_cast<std::uint64_t>(state.range(0)) << 20) / 2, small = 2048;
+  const std::uint32_t count = 1001;
+  std::vector<std::uint64_t> n(count, small);
+  n[500] = large;
+  std::uint64_t in_total = 0, cap_total = 0;
+  for (std::uint64_t k : n) in_total += k * 2, cap_total += zipccl::cuda::max_compressed_size<Codec, tuning>(k);
+  device_mem in(in_total), out(cap_total), back(in_total), sizes(8 * count), st(sizeof(zipccl::status) * count),
+      items_mem(sizeof(zipccl::cuda::compress_item) * count), ditems_mem(sizeof(zipccl::cuda::decompress_item) * count);
+  if (!in.p || !out.p || !back.p) return state.SkipWithError("cudaMalloc failed");
+  fill<zipccl::bf16>(in.p, in_total / 2);
+  std::vector<zipccl::cuda::compress_item> items(count);
+  std::uint64_t io = 0, oo = 0;
+  auto* sizes_p = static_cast<std::uint64_t*>(sizes.p);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint64_t cap = zipccl::cuda::max_compressed_size<Codec, tuning>(n[i]);
+    items[i] = {static_cast<char*>(in.p) + io, n[i], static_cast<char*>(out.p) + oo, cap, sizes_p + i};
+    io += n[i] * 2;
+    oo += cap;
+  }
+  cudaMemcpy(items_mem.p, items.data(), sizeof(items[0]) * count, cudaMemcpyHostToDevice);
+  const auto* items_dev = static_cast<const zipccl::cuda::compress_item*>(items_mem.p);
+  first_error err;
+  std::size_t ct = 0, dt = 0;
+  err(zipccl::cuda::compress_batch<Codec, tuning>(nullptr, ct, items.data(), items_dev, count, 0));
+  device_mem ctemp(ct);
+  auto comp = [&] { err(zipccl::cuda::compress_batch<Codec, tuning>(ctemp.p, ct, items.data(), items_dev, count, 0)); };
+  comp();
+  std::vector<std::uint64_t> stream_bytes(count);
+  cudaMemcpy(stream_bytes.data(), sizes.p, 8 * count, cudaMemcpyDeviceToHost);
+  std::vector<zipccl::cuda::decompress_item> ditems(count);
+  std::uint64_t max_in = 0, compressed = 0;
+  io = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    ditems[i] = {items[i].out, stream_bytes[i], static_cast<char*>(back.p) + io, n[i] * 2};
+    io += n[i] * 2;
+    max_in = std::max(max_in, stream_bytes[i]);
+    compressed += stream_bytes[i];
+  }
+  cudaMemcpy(ditems_mem.p, ditems.data(), sizeof(ditems[0]) * count, cudaMemcpyHostToDevice);
+  const auto* ditems_dev = static_cast<const zipccl::cuda::decompress_item*>(ditems_mem.p);
+  auto* statuses = static_cast<zipccl::status*>(st.p);
+  err(zipccl::cuda::decompress_batch<zipccl::bf16, tuning>(nullptr, dt, ditems_dev, count, max_in, statuses, 0));
+  device_mem dtemp(dt);
+  auto decomp = [&] {
+    err(zipccl::cuda::decompress_batch<zipccl::bf16, tuning>(dtemp.p, dt, ditems_dev, count, max_in, statuses, 0));
+  };
+  double ms = 0;
+  for (auto _ : state) {
+    ms = Decompress ? time_ms(decomp, 10) : time_ms(comp, 10);
+    state.SetIterationTime(ms / 1e3);
+  }
+  if (err.failed()) return state.SkipWithError(zipccl::to_string(err.first));
+  std::vector<zipccl::status> got(count);
+  cudaMemcpy(got.data(), st.p, sizeof(zipccl::status) * count, cudaMemcpyDeviceToHost);
+  for (zipccl::status s : got)
+    if (Decompress && s != zipccl::status::success) return state.SkipWithError(zipccl::to_string(s));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in_total));
+  state.counters["ratio"] = static_cast<double>(in_total) / static_cast<double>(compressed);
+  state.counters["TBps"] = in_total / (ms / 1e3) / 1e12;
+}
+
 template <class Codec>
 void register_codec(const std::string& name, const std::vector<long>& sizes_mib) {
   for (long mib : sizes_mib) {
@@ -121,6 +190,12 @@ int main(int argc, char** argv) {
   register_codec<codec<fp16, codebook::histogram>>("fp16/histogram", one);
   register_codec<codec<fp32, codebook::analytic_gaussian>>("fp32/analytic", one);
   register_codec<codec<fp32, codebook::histogram>>("fp32/histogram", one);
+  for (long mib : {64L, 256L}) {
+    benchmark::RegisterBenchmark("bucket_1000x4KiB_plus_large/compress", bm_bucket<false>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+    benchmark::RegisterBenchmark("bucket_1000x4KiB_plus_large/decompress", bm_bucket<true>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
