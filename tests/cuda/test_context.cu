@@ -49,6 +49,16 @@ struct counting_allocator {
   }
 };
 
+// Destroys the stream after everything declared later (contexts free their blocks on it).
+struct stream_owner {
+  cudaStream_t s = nullptr;
+  stream_owner() { REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess); }
+  ~stream_owner() {
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+};
+
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("codec_context: the raw calls' bytes, a growing temp block", "[gpu]", testing::all_codecs) {
@@ -92,8 +102,8 @@ TEST_CASE("codec_context: reserved ahead, then captured into a graph", "[gpu]") 
   using C = codec<bf16, codebook::histogram>;
   const std::uint64_t n = 9 * chunk + 7;
   const auto v = testing::make_tensor<bf16>(n, 1.0);
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_owner owner;
+  cudaStream_t stream = owner.s;
   zipccl::cuda::codec_context<C> ctx(stream);
   REQUIRE(ctx.reserve_for(n) == status::success);
   const std::size_t reserved = ctx.temp_bytes();
@@ -116,13 +126,12 @@ TEST_CASE("codec_context: reserved ahead, then captured into a graph", "[gpu]") 
   CHECK(std::memcmp(back.get(n * 2).data(), v.data(), n * 2) == 0);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 }
 
 TEST_CASE("codec_context and device_buffer: a refusing allocator, moves, batches", "[gpu]") {
   using C = codec<fp16, codebook::analytic_gaussian>;
-  cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_owner owner;
+  cudaStream_t stream = owner.s;
   device_buffer<std::uint8_t> in(1024), out(4096);
   device_buffer<std::uint64_t> size(1);
   zipccl::cuda::codec_context<C, tuning, refusing_allocator> broke(stream);
@@ -187,7 +196,6 @@ TEST_CASE("codec_context and device_buffer: a refusing allocator, moves, batches
     REQUIRE(statuses[i] == status::success);
     REQUIRE(std::memcmp(backs[i]->get(sizes[i] * 2).data(), tensors[i].data(), sizes[i] * 2) == 0);
   }
-  cudaStreamDestroy(stream);
 }
 
 int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }

@@ -182,7 +182,7 @@ TEMPLATE_TEST_CASE("device backward passes match the host", "[gpu][subspace]", f
   cudaStreamDestroy(stream);
 }
 
-TEST_CASE("device projector: bad shapes, token ids and temp sizes are errors", "[gpu][subspace]") {
+TEST_CASE("device projector: bad shapes, token ids and temp sizes are errors", "[gpu][subspace][sanitize]") {
   using T = float;
   blas_handle blas;
   device_buffer<status> st(1);
@@ -391,6 +391,21 @@ TEMPLATE_TEST_CASE("a first Stiefel step on a non-blocking stream sees a zero mo
   REQUIRE(st.get(1)[0] == status::success);
   CHECK(rel_diff(a.get(), a_host) <= (std::is_same_v<T, float> ? 1e-4 : 1e-10));
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  // a first step under graph capture is refused (its reset would replay with the graph)
+  sc::stiefel_optimizer<T> fresh(d, r, o);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const status captured = fresh.step(a.v(), g.v(), st.p, blas.h, stream);
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  if (graph) cudaGraphDestroy(graph);
+  CHECK(captured == status::invalid_argument);
+  REQUIRE(fresh.reset(stream) == status::success);  // then capturing works
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const status after_reset = fresh.step(a.v(), g.v(), st.p, blas.h, stream);
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  if (graph) cudaGraphDestroy(graph);
+  CHECK(after_reset == status::success);
   cudaStreamDestroy(stream);
 }
 

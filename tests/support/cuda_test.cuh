@@ -26,7 +26,9 @@ struct device_buffer {
     return v;
   }
   void put(const T* src, std::size_t count) {
+    // a pageable copy may return before its DMA ends: finish it before work on other streams
     if (count) REQUIRE(cudaMemcpy(p, src, count * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   }
 };
 

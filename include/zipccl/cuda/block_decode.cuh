@@ -124,7 +124,10 @@ class block_decode {
     }
     __syncthreads();
     status s = static_cast<status>(s_.verdict);
-    if (s != status::success) return s;
+    if (s != status::success) {
+      __syncthreads();  // every thread has read the verdict before a next call rewrites it
+      return s;
+    }
     *h = format::read_chunk_header(s_.header);
 
     std::uint64_t sum = 0;

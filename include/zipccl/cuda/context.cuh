@@ -8,9 +8,10 @@
 // The context keeps one temp block and grows it on the stream-ordered allocator when a call needs
 // more (the old block is freed in stream order); every call runs on the context's stream, so
 // reusing the block between calls is safe. Nothing else changes from the raw calls: the same
-// arguments checks and statuses, the same bytes, graph capturable once the block is large enough
-// (reserve() ahead of a capture; an allocation inside a capture is a graph node with
-// cudaMallocAsync). Not thread-safe: one context per stream and thread.
+// arguments checks and statuses, the same bytes, graph capturable once the block is large enough:
+// reserve() or reserve_for() ahead of a capture; a call that would have to grow the block while
+// the stream is captured returns invalid_argument. Not thread-safe: one context per stream and
+// thread.
 #pragma once
 
 #include <cuda_runtime.h>

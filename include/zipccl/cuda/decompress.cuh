@@ -66,7 +66,7 @@ status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t s
   if (s != status::success) return s;
   // every chunk takes at least its directory entry and a chunk header
   const std::uint64_t per_tensor = max_in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
-  const std::uint64_t chunks_bound = per_tensor * b.count;
+  const std::uint64_t chunks_bound = per_tensor > ~0ull / b.count ? ~0ull : per_tensor * b.count;
   const std::uint64_t wave = 8ull * static_cast<unsigned>(sms);
   const std::uint64_t blocks = chunks_bound < wave ? chunks_bound : wave;
   return launch(call, dim3(static_cast<unsigned>(blocks)), dim3(Tuning::threads), stream,

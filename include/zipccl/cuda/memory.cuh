@@ -59,9 +59,15 @@ class device_buffer {
   // Room for at least `count` elements; the old contents are not kept when it grows (the old
   // block is freed in stream order, so work already enqueued on the stream may still use it).
   // cuda_error when the allocator fails (cuda::last_error() has the cause).
+  // Growing while the stream is being captured is invalid_argument: the old block was not
+  // allocated in the graph, and a block allocated in it would never be freed by it.
   status reserve(std::size_t count) {
     if (count <= capacity_) return status::success;
     if (count > static_cast<std::size_t>(-1) / sizeof(T)) return status::invalid_argument;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const status q = detail::check(cudaStreamIsCapturing(stream_, &capture), "cuda::device_buffer: cudaStreamIsCapturing");
+    if (q != status::success) return q;
+    if (capture != cudaStreamCaptureStatusNone) return status::invalid_argument;
     release();
     void* p = alloc_.allocate(count * sizeof(T), stream_);
     if (p == nullptr) return status::cuda_error;

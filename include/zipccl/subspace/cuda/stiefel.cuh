@@ -13,7 +13,8 @@
 // The optimizer owns its momentum and scratch (allocated once, in the constructor, which throws
 // zipccl::error on failure); step() allocates nothing. The constructor does no stream work: the
 // momentum is zeroed on the stream of the first step() (or of reset()), so a first step on a
-// non-blocking stream never reads it before it is zero. The products run in full fp32 (fp64 for
+// non-blocking stream never reads it before it is zero. Before capturing step() into a graph, call
+// reset() (or run one step) outside the capture: a first step under capture is invalid_argument. The products run in full fp32 (fp64 for
 // double) whatever math mode the caller's handle is in (blas.cuh). A gradient with a NaN or infinity leaves A
 // and the momentum unchanged and writes invalid_argument to *status_dev; a zero momentum leaves A
 // unchanged, as on the host.
@@ -75,7 +76,13 @@ class stiefel_optimizer {
     using namespace detail;
     const std::size_t n = d_ * r_;
     const dim3 grid(blocks_for(n)), block(threads);
-    status s = zeroed_ ? status::success : reset(stream);
+    status s = status::success;
+    if (!zeroed_) {  // a reset captured into a graph would zero the momentum at every replay
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      s = check(cudaStreamIsCapturing(stream, &capture), call);
+      if (s == status::success && capture != cudaStreamCaptureStatusNone) return status::invalid_argument;
+      if (s == status::success) s = reset(stream);
+    }
     if (s == status::success) s = check(cudaMemsetAsync(status_dev, 0, sizeof(status), stream), call);
     if (s == status::success) s = check(cudaMemsetAsync(flags_, 0, sizeof(int), stream), call);
     if (s == status::success) s = check(cudaMemsetAsync(norm2_, 0, sizeof(double), stream), call);
