@@ -28,8 +28,6 @@
 // them as garbage. One block, any Threads that is a multiple of 32 (64..1024).
 #pragma once
 
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
 #include <cub/util_type.cuh>
 
 #include <cstdint>
@@ -49,14 +47,11 @@ class block_decode {
                 "block_decode: Threads must be a multiple of 32 between 64 and 1024");
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
-  using block_scan = cub::BlockScan<std::uint32_t, Threads>;
-  using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
+  using block_scan = typename detail::block_ops<Threads>::scan;
+  using block_reduce = typename detail::block_ops<Threads>::reduce;
 
   struct storage {
-    union {
-      typename block_scan::TempStorage scan;
-      typename block_reduce::TempStorage reduce;
-    } cub;
+    typename detail::block_ops<Threads>::storage cub;
     std::uint8_t header[format::chunk_header_bytes];
     int verdict;
   };
@@ -133,7 +128,7 @@ class block_decode {
     std::uint64_t sum = 0;
     const std::uint64_t words = format::check_words(span, checksum);
     for (std::uint64_t w = t; w < words; w += Threads) sum += format::check_term(w, word_at(chunk + 8 * w));
-    const std::uint64_t total = block_reduce(s_.cub.reduce).Sum(sum);
+    const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
     int bad = 0;
     for (std::uint64_t q = codec_detail::chunk_content_end<E>(*h, m) + t; q < span; q += Threads)
       if (chunk[q] != 0) bad = 1;
@@ -179,7 +174,7 @@ class block_decode {
       const std::uint32_t live = (1u << valid) - 1u;
       const std::uint32_t emask = ~(pl[0] | pl[1] | pl[2]) & live;
       std::uint32_t before = 0, pass_escapes = 0;  // every thread receives the pass's total
-      block_scan(s_.cub.scan).ExclusiveSum(static_cast<std::uint32_t>(__popc(emask)), before, pass_escapes);
+      block_scan(s_.cub.scan_storage).ExclusiveSum(static_cast<std::uint32_t>(__popc(emask)), before, pass_escapes);
       if (valid) {
         const std::uint64_t rest_bytes = detail::load_bytes(bsec + first, valid);
         std::uint64_t wlo = 0, whi = 0;

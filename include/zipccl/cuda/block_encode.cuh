@@ -18,8 +18,6 @@
 // (format::chunk_elements). Every thread of the block calls every member with the same m.
 #pragma once
 
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
 #include <cub/util_type.cuh>
 
 #include <cstdint>
@@ -45,14 +43,11 @@ class block_encode {
   static constexpr bool uses_histogram = Policy::stat == codebook::statistic::histogram;
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
-  using block_scan = cub::BlockScan<std::uint32_t, Threads>;
-  using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
+  using block_scan = typename detail::block_ops<Threads>::scan;
+  using block_reduce = typename detail::block_ops<Threads>::reduce;
 
   struct storage {
-    union {
-      typename block_scan::TempStorage scan;
-      typename block_reduce::TempStorage reduce;
-    } cub;
+    typename detail::block_ops<Threads>::storage cub;
     std::uint32_t hist[uses_histogram ? E::exponent_count : 1];
     bool taken[uses_histogram ? E::exponent_count : 1];
     std::uint8_t lut[256];
@@ -118,7 +113,7 @@ class block_encode {
       for (std::uint64_t w = t; w < words; w += Threads)
         sum += format::check_term(w, wide ? reinterpret_cast<const unsigned long long*>(dst)[w]
                                           : format::load_le<std::uint64_t>(dst + 8 * w));
-      const std::uint64_t total = block_reduce(s_.cub.reduce).Sum(sum);
+      const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
       if (t == 0) format::store_chunk_check(dst, format::check_value(total, words));
     } else if (t == 0) {
       format::store_chunk_check(dst, format::chunk_check(dst, size_, false));
@@ -157,7 +152,7 @@ class block_encode {
           if (i < valid && Policy::template counts<E>(e)) packed += (std::uint64_t(e) << 25) | 1u;
         }
       }
-      const std::uint64_t total = block_reduce(s_.cub.reduce).Sum(packed);
+      const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(packed);
       if (t == 0) store_table(Policy::template select<E>(total >> 25, total & ((1u << 25) - 1)));
     } else if constexpr (uses_histogram) {
       for (unsigned e = t; e < E::exponent_count; e += Threads) s_.hist[e] = 0;
@@ -227,7 +222,7 @@ class block_encode {
       for (unsigned i = 0; i < 8; ++i)
         if (i < valid && s_.lut[E::exponent(v[r][i])] == 0) mask |= 1u << i;
       std::uint32_t total = 0;
-      block_scan(s_.cub.scan).ExclusiveSum(static_cast<std::uint32_t>(__popc(mask)), esc_before_[r], total);
+      block_scan(s_.cub.scan_storage).ExclusiveSum(static_cast<std::uint32_t>(__popc(mask)), esc_before_[r], total);
       if (threadIdx.x == 0) s_.run_escapes[r] = total;
       __syncthreads();
     }

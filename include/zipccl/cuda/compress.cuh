@@ -131,7 +131,10 @@ status compress_batch(void* temp, std::size_t& temp_bytes, const compress_item* 
   using E = typename Codec::element_type;
   if (count != 0 && (items_host == nullptr || items_dev == nullptr)) return status::invalid_argument;
   std::uint64_t total = 0;
-  for (std::uint32_t i = 0; i < count; ++i) total += format::chunk_count(items_host[i].n, Tuning::chunk_elems);
+  for (std::uint32_t i = 0; i < count && total <= 0x7FFFFFFFu; ++i) {
+    const std::uint64_t c = format::chunk_count(items_host[i].n, Tuning::chunk_elems);
+    total = c > 0x7FFFFFFFu ? c : total + c;  // each term is bounded before it is added: no wrap
+  }
   if (total > 0x7FFFFFFFu) return status::invalid_argument;
   const std::size_t prefix_bytes = format::align_up(8ull * (count + 1), 16);
   const std::size_t need = prefix_bytes + detail::compress_temp_bytes(total);

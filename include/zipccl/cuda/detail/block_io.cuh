@@ -2,12 +2,27 @@
 // buffers allow: one or two 16-byte vectors when aligned, narrower accesses otherwise.
 #pragma once
 
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
 #include <cstdint>
 
 #include "../../element.hpp"
 #include "../../format/bytes.hpp"
 
 namespace zipccl::cuda::detail {
+
+// The block-wide scans and reductions the chunk collectives share, and the shared memory they
+// take in turns (never both at once).
+template <int Threads>
+struct block_ops {
+  using scan = cub::BlockScan<std::uint32_t, Threads>;
+  using reduce = cub::BlockReduce<std::uint64_t, Threads>;
+  union storage {
+    typename scan::TempStorage scan_storage;
+    typename reduce::TempStorage reduce_storage;
+  };
+};
 
 __device__ __forceinline__ bool aligned_to(const void* p, std::uintptr_t a) {
   return (reinterpret_cast<std::uintptr_t>(p) & (a - 1)) == 0;

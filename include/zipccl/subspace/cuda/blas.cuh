@@ -97,8 +97,11 @@ class blas_scope {
 
   // Restores the handle; returns s, or the restore's error when s is success.
   status finish(status s) {
-    const status r = restore();
-    return s != status::success ? s : r;
+    if (s == status::success) return restore();
+    const zipccl::cuda::failure cause = zipccl::cuda::last_error();  // the error being returned
+    (void)restore();
+    zipccl::cuda::detail::failure_slot() = cause;
+    return s;
   }
 
  private:
