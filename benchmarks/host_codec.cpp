@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <zipccl/collective/detail/fixed_wire.hpp>
 #include <zipccl/zipccl.hpp>
 
 #include "support/test_data.hpp"
@@ -193,6 +194,53 @@ void bm_zstd_decompress(benchmark::State& state, const dataset* d, int level) {
   finish(state, *d, z.size());
 }
 
+// The device collectives' fixed-size wire (collective/detail/fixed_wire.hpp) over the whole data
+// as one bucket, cut as the device collectives cut it (8,192-element chunks, 2^18-element
+// segments), at the spill budget spill_permille_for() measures on the same data (untimed).
+// Counters: `ratio` of the fixed-size wire, `variable` of the variable-size wire of the host
+// collectives (fixed section + the escapes there are), `permille` the budget, `cost` = 1 -
+// ratio / variable.
+template <class Codec>
+void bm_fixed_wire(benchmark::State& state, const dataset* d) {
+  using W = collective::detail::wire<Codec>;
+  using F = collective::detail::fixed_wire<Codec>;
+  collective_options opt;
+  opt.codec.chunk_elems = 8192;
+  const std::uint64_t n = d->bytes.size() / Codec::element_size, chunk = opt.codec.chunk_elems;
+  const std::uint64_t seg = opt.pipeline.segment_elems;
+  const auto policy = policy_for<Codec>(*d);
+  const std::uint32_t permille = spill_permille_for<Codec>(d->bytes.data(), n, opt, policy);
+  std::vector<std::uint8_t> out(F::segment_bytes(seg, chunk, permille) * (n / seg + 1)), scratch(F::scratch_bytes(chunk));
+  std::uint64_t fixed_total = 0, variable_total = 0;
+  {
+    std::vector<std::uint8_t> fixed(W::fixed_bytes(seg, chunk) + W::spill_bytes(chunk)), tail(W::max_bytes(seg, chunk));
+    for (std::uint64_t first = 0; first < n; first += seg) {
+      const std::uint64_t m = std::min(seg, n - first);
+      variable_total += 16 + W::fixed_bytes(m, chunk) +
+                        W::encode(policy, d->bytes.data() + first * Codec::element_size, m, chunk, false, fixed.data(),
+                                  tail.data());
+      fixed_total += F::segment_bytes(m, chunk, permille);
+    }
+  }
+  for (auto _ : state) {
+    std::uint8_t* at = out.data();
+    for (std::uint64_t first = 0, s = 0; first < n; first += seg, ++s) {
+      const std::uint64_t m = std::min(seg, n - first);
+      if (F::encode(policy, d->bytes.data() + first * Codec::element_size, m, chunk, false, n, s, permille, at,
+                    scratch.data()) != status::success) {
+        state.SkipWithError("wire_overflow at the measured budget");
+        return;
+      }
+      at += F::segment_bytes(m, chunk, permille);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  finish(state, *d, fixed_total);
+  state.counters["variable"] = static_cast<double>(d->bytes.size()) / static_cast<double>(variable_total);
+  state.counters["permille"] = permille;
+  state.counters["cost"] = 1.0 - state.counters["ratio"] / state.counters["variable"];
+}
+
 void bm_memcpy(benchmark::State& state, const dataset* d) {
   std::vector<std::uint8_t> out(d->bytes.size());
   for (auto _ : state) {
@@ -219,6 +267,8 @@ void register_for(const std::string& label, const dataset& d) {
   reg("decompress/analytic", [&d](benchmark::State& s) { bm_decompress<A>(s, &d); });
   reg("decompress/histogram", [&d](benchmark::State& s) { bm_decompress<H>(s, &d); });
   reg("decompress/fixed", [&d](benchmark::State& s) { bm_decompress<F>(s, &d); });
+  reg("fixed_wire/analytic", [&d](benchmark::State& s) { bm_fixed_wire<A>(s, &d); });
+  reg("fixed_wire/histogram", [&d](benchmark::State& s) { bm_fixed_wire<H>(s, &d); });
   for (int level : {1, 3}) {
     reg("zstd" + std::to_string(level) + "/compress", [&d, level](benchmark::State& s) { bm_zstd_compress(s, &d, level); });
     reg("zstd" + std::to_string(level) + "/decompress", [&d, level](benchmark::State& s) { bm_zstd_decompress(s, &d, level); });

@@ -25,6 +25,8 @@ enum class [[nodiscard]] status : int {
   size_mismatch = 11,        // a message's size differs between sender and receiver
   timed_out = 12,            // a transport operation did not complete in time
   config_mismatch = 13,      // the peer was set up differently (a subspace codec's seed, dims)
+  wire_overflow = 14,        // a compressed segment did not fit its fixed-size wire budget
+                             // (collective_options::device_wire.spill_permille)
 };
 
 ZIPCCL_HOST_DEVICE const char* to_string(status s) {
@@ -43,6 +45,8 @@ ZIPCCL_HOST_DEVICE const char* to_string(status s) {
     case status::size_mismatch: return "message size mismatch between ranks";
     case status::timed_out: return "transport operation timed out";
     case status::config_mismatch: return "the peer's configuration differs (seed or dimensions)";
+    case status::wire_overflow:
+      return "a compressed segment did not fit its fixed-size wire budget (raise device_wire.spill_permille)";
   }
   return "unknown status";
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "../../codec/chunk_codec.hpp"
+#include "../../config.hpp"
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
 #include "../../host/detail/chunk_dispatch.hpp"
@@ -27,16 +28,16 @@ struct wire {
   using E = typename Codec::element_type;
   using L = format::chunk_layout<E>;
 
-  static constexpr std::uint64_t chunk_fixed(std::uint64_t m) {
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t chunk_fixed(std::uint64_t m) {
     return L::escapes_offset(m) < L::stored_bytes(m) ? L::escapes_offset(m) : L::stored_bytes(m);
   }
   // The fixed section's size for `count` elements.
-  static constexpr std::uint64_t fixed_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t fixed_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
     const std::uint64_t full = count / chunk_elems, rest = count % chunk_elems;
     return full * chunk_fixed(chunk_elems) + (rest ? chunk_fixed(rest) : 0);
   }
   // The largest fixed + tail for `count` elements (every chunk stored).
-  static constexpr std::uint64_t max_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t max_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
     const std::uint64_t full = count / chunk_elems, rest = count % chunk_elems;
     return full * L::stored_bytes(chunk_elems) + (rest ? L::stored_bytes(rest) : 0);
   }
