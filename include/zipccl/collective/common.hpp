@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 
 #include "../error.hpp"
 #include "../format/bytes.hpp"
@@ -141,6 +142,38 @@ struct collective_options {
 };
 
 namespace collective::detail {
+
+template <class S>
+inline constexpr bool is_strategy_v = std::is_same_v<S, strategy::always> || std::is_same_v<S, strategy::never> ||
+                                      std::is_same_v<S, strategy::adaptive>;
+
+// The one place where a Strategy becomes a path: never -> plain, always -> compressed, adaptive ->
+// what `predict()` (the cost model, which every rank evaluates alike) says.
+template <class Strategy, class Predict>
+bool takes_compressed(Predict&& predict) {
+  static_assert(is_strategy_v<Strategy>, "Strategy must be strategy::always, strategy::never or strategy::adaptive");
+  if constexpr (std::is_same_v<Strategy, strategy::never>) return false;
+  else if constexpr (std::is_same_v<Strategy, strategy::always>) return true;
+  else return static_cast<bool>(predict());
+}
+// Calls f(strategy::always{}) or f(strategy::never{}), the path Strategy takes.
+template <class Strategy, class Predict, class F>
+decltype(auto) on_path(Predict&& predict, F&& f) {
+  if (takes_compressed<Strategy>(predict)) return f(strategy::always{});
+  return f(strategy::never{});
+}
+// The workspace of a call under Strategy: bytes(strategy::always{}) or bytes(strategy::never{}),
+// and for adaptive the larger of the two (the path is chosen per call).
+template <class Strategy, class Bytes>
+std::uint64_t workspace_for(Bytes&& bytes) {
+  static_assert(is_strategy_v<Strategy>, "Strategy must be strategy::always, strategy::never or strategy::adaptive");
+  if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
+    const std::uint64_t a = bytes(strategy::always{}), b = bytes(strategy::never{});
+    return a > b ? a : b;
+  } else {
+    return bytes(Strategy{});
+  }
+}
 
 inline int ring_next(int r, int n) { return (r + 1) % n; }
 inline int ring_prev(int r, int n) { return (r + n - 1) % n; }

@@ -11,7 +11,10 @@
 //   status arrived(i, std::uint64_t* tail_bytes, std::uint8_t** tail)
 //                                       its fixed section is in: where, and how long, its tail is
 //   status consume(i)                   decode (and reduce) incoming item i
-//   int dst(i), src(i)                  the peers of step i
+//   int dst(i), src(i)                  the peers of step i; no_peer (schedule.hpp) when the
+//                                       step only receives (dst) or only sends (src): produce()
+//                                       or incoming(), arrived() and consume() are then not
+//                                       called for it
 //
 // consume(i) runs after arrived(i) and before arrived(i + 1); produce(i) runs before consume(i).
 // The receive of item i + 1 is posted before consume(i), so the two must land in different places.
@@ -32,6 +35,7 @@
 #include "../../format/bytes.hpp"
 #include "../../transport/transport.hpp"
 #include "../common.hpp"
+#include "../schedule.hpp"
 #include "wire.hpp"
 
 namespace zipccl::collective::detail {
@@ -56,19 +60,14 @@ struct landing {
 // The preamble holds the message's element count and the element type with the segment's index,
 // so a peer that was given another count or codec is caught on the first segment it sends.
 template <class Codec>
-struct segment_plan {
+struct segment_plan : segmentation {
   static constexpr std::uint64_t preamble = 16;
-  std::uint64_t count = 0, chunk = 0, seg = 0, segments = 0, slot = 0;
+  std::uint64_t chunk = 0, slot = 0;
 
   segment_plan(std::uint64_t n, std::uint64_t chunk_elems, std::uint64_t segment_elems)
-      : count(n), chunk(chunk_elems) {
-    seg = segment_elems == 0 ? n : (segment_elems + chunk - 1) / chunk * chunk;
-    if (seg > n) seg = n;
-    segments = seg ? (n + seg - 1) / seg : 0;
+      : segmentation(n, chunk_elems, segment_elems), chunk(chunk_elems) {
     slot = format::align_up(preamble + wire<Codec>::max_bytes(seg, chunk) + wire<Codec>::spill_bytes(chunk), 16);
   }
-  std::uint64_t first(std::uint64_t s) const { return s * seg; }
-  std::uint64_t elems(std::uint64_t s) const { return count - s * seg < seg ? count - s * seg : seg; }
   std::uint64_t head_bytes(std::uint64_t s) const { return preamble + wire<Codec>::fixed_bytes(elems(s), chunk); }
   std::uint64_t tail_offset(std::uint64_t s) const { return head_bytes(s) + wire<Codec>::spill_bytes(chunk); }
   std::uint64_t tag(std::uint64_t s) const { return (static_cast<std::uint64_t>(Codec::type) << 56) | s; }
@@ -192,20 +191,27 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
     auto stop = [&](status s) { return sends.stop(s); };
     auto post_ready = [&](std::uint64_t limit) {
       while (posted < items && posted < limit && h.ready(posted)) {
-        while (reuse != 0 && !sends.empty() && sends.oldest() + reuse <= posted)  // buffer reused
-          if ((err = sends.retire()) != status::success) return err;
-        section out;
-        if ((err = h.produce(posted, &out)) != status::success) return err;
-        sends.post(posted, h.dst(posted), out);
+        if (h.dst(posted) != no_peer) {
+          while (reuse != 0 && !sends.empty() && sends.oldest() + reuse <= posted)  // buffer reused
+            if ((err = sends.retire()) != status::success) return err;
+          section out;
+          if ((err = h.produce(posted, &out)) != status::success) return err;
+          sends.post(posted, h.dst(posted), out);
+        }
         ++posted;
       }
       return status::success;
     };
+    bool pending = false;  // item i - 1 received something that consume() has not taken yet
     for (std::uint64_t i = 0; i < items; ++i) {
       if ((err = post_ready(i + depth)) != status::success) return stop(err);
-      const landing in = h.incoming(i);
-      request rf = t.irecv(h.src(i), in.fixed, in.fixed_bytes);
-      if (i > 0 && (err = h.consume(i - 1)) != status::success) {
+      const bool in = h.src(i) != no_peer;
+      request rf;
+      if (in) {
+        const landing at = h.incoming(i);
+        rf = t.irecv(h.src(i), at.fixed, at.fixed_bytes);
+      }
+      if (pending && (err = h.consume(i - 1)) != status::success) {
         t.abort(err);
         (void)t.wait(rf);
         return stop(err);
@@ -215,18 +221,21 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
         (void)t.wait(rf);
         return stop(err);
       }
-      if ((err = t.wait(rf)) != status::success) return stop(err);
-      std::uint64_t tail_bytes = 0;
-      std::uint8_t* tail = nullptr;
-      if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
-      if (tail != nullptr) {
-        request rt = t.irecv(h.src(i), tail, tail_bytes);
-        if ((err = t.wait(rt)) != status::success) return stop(err);
+      pending = in;
+      if (in) {
+        if ((err = t.wait(rf)) != status::success) return stop(err);
+        std::uint64_t tail_bytes = 0;
+        std::uint8_t* tail = nullptr;
+        if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
+        if (tail != nullptr) {
+          request rt = t.irecv(h.src(i), tail, tail_bytes);
+          if ((err = t.wait(rt)) != status::success) return stop(err);
+        }
       }
       while (sends.size() > depth)
         if ((err = sends.retire()) != status::success) return stop(err);
     }
-    if (items && (err = h.consume(items - 1)) != status::success) return stop(err);
+    if (pending && (err = h.consume(items - 1)) != status::success) return stop(err);
     while (!sends.empty())
       if ((err = sends.retire()) != status::success) return stop(err);
     return status::success;
@@ -238,22 +247,36 @@ status run_pipeline(Transport& t, std::uint64_t items, unsigned depth, std::uint
       t.abort(s);
       return s;
     };
+    // one step: both directions at once (sendrecv never deadlocks), or the one there is
+    auto exchange = [&](int dst, const std::uint8_t* out, std::uint64_t out_bytes, int src, std::uint8_t* in,
+                        std::uint64_t in_bytes) {
+      if (dst != no_peer && src != no_peer) return t.sendrecv(dst, out, out_bytes, src, in, in_bytes);
+      if (dst != no_peer) return t.send(dst, out, out_bytes);
+      return t.recv(src, in, in_bytes);
+    };
+    bool pending = false;
     for (std::uint64_t i = 0; i < items; ++i) {
       // the collectives' items depend only on earlier ones, so item i is ready here
-      if (i > 0 && (err = h.consume(i - 1)) != status::success) return stop(err);
+      if (pending && (err = h.consume(i - 1)) != status::success) return stop(err);
+      const int dst = h.dst(i), src = h.src(i);
       section out;
-      if ((err = h.produce(i, &out)) != status::success) return stop(err);
-      const landing in = h.incoming(i);
-      err = t.sendrecv(h.dst(i), out.fixed, out.fixed_bytes, h.src(i), in.fixed, in.fixed_bytes);
-      if (err != status::success) return stop(err);
+      if (dst != no_peer && (err = h.produce(i, &out)) != status::success) return stop(err);
+      landing in;
+      if (src != no_peer) in = h.incoming(i);
+      if ((err = exchange(dst, out.fixed, out.fixed_bytes, src, in.fixed, in.fixed_bytes)) != status::success)
+        return stop(err);
       std::uint64_t tail_bytes = 0;
       std::uint8_t* tail = nullptr;
-      if ((err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
-      if (out.tail != nullptr || tail != nullptr)  // both or neither: the peers' hooks agree
-        err = t.sendrecv(h.dst(i), out.tail, out.tail_bytes, h.src(i), tail, tail_bytes);
-      if (err != status::success) return stop(err);
+      if (src != no_peer && (err = h.arrived(i, &tail_bytes, &tail)) != status::success) return stop(err);
+      // a tail goes both ways or neither on a two-sided step: the peers' hooks agree
+      const bool tail_out = dst != no_peer && out.tail != nullptr, tail_in = src != no_peer && tail != nullptr;
+      if ((tail_out || tail_in) &&
+          (err = exchange(tail_out ? dst : no_peer, out.tail, out.tail_bytes, tail_in ? src : no_peer, tail,
+                          tail_bytes)) != status::success)
+        return stop(err);
+      pending = src != no_peer;
     }
-    if (items && (err = h.consume(items - 1)) != status::success) return stop(err);
+    if (pending && (err = h.consume(items - 1)) != status::success) return stop(err);
     return status::success;
   }
 }
