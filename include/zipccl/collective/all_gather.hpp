@@ -20,6 +20,7 @@
 #include "common.hpp"
 #include "detail/pipeline.hpp"
 #include "detail/wire.hpp"
+#include "schedule.hpp"
 
 namespace zipccl {
 
@@ -43,15 +44,106 @@ struct gather_layout {
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collective_options& opt = {}) {
-  if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
-    return all_gather_workspace<Codec, strategy::always>(count, ranks, opt);
-  } else if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    return 0;
-  } else {
-    if (!collective::detail::valid_options(opt) || ranks < 1) return 0;
-    return collective::detail::gather_layout<Codec>(count, ranks, opt).total;
-  }
+  return collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
+    if constexpr (std::is_same_v<decltype(path), strategy::never>) {
+      return 0;
+    } else {
+      if (!collective::detail::valid_options(opt) || ranks < 1) return 0;
+      return collective::detail::gather_layout<Codec>(count, ranks, opt).total;
+    }
+  });
 }
+
+namespace collective::detail {
+// The hooks (detail/pipeline.hpp) of the ring all_gather, on the steps of
+// schedule::ring_all_gather: the plain ring forwards each segment as soon as it arrives, straight
+// from and into the output.
+template <class Codec>
+struct ring_gather_plain {
+  const schedule& sched;
+  std::uint8_t* recv;
+  std::uint64_t received = 0;
+
+  std::uint8_t* at(int block, std::uint64_t first) const {
+    return recv + (static_cast<std::uint64_t>(block) * sched.blocks().count + first) * Codec::element_size;
+  }
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool ready(std::uint64_t i) const {
+    const step st = sched.at(i);
+    return st.forwards == no_item || received > st.forwards;
+  }
+  status produce(std::uint64_t i, section* out) {
+    const step st = sched.at(i);
+    *out = {at(st.send_block, st.first), st.elems * Codec::element_size, nullptr, 0};
+    return status::success;
+  }
+  landing incoming(std::uint64_t i) {
+    const step st = sched.at(i);
+    return {at(st.recv_block, st.first), st.elems * Codec::element_size};
+  }
+  status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+    *tail_bytes = 0;
+    *tail = nullptr;
+    ++received;
+    return status::success;
+  }
+  status consume(std::uint64_t) { return status::success; }
+};
+
+// The compressed ring: a rank encodes each segment of its own block once (step 0), forwards the
+// compressed segments it receives unchanged, and decodes each into the output while the next
+// ones are in flight. Every (block, segment) has its own slot in the workspace.
+template <class Codec>
+struct ring_gather_packed {
+  const schedule& sched;
+  const segment_plan<Codec>& plan;
+  const collective_options& opt;
+  const typename Codec::codebook_type& cb;
+  const void* send;
+  std::uint8_t* recv;
+  std::uint8_t* ws;
+  std::uint64_t* tails;  // per block and segment
+  std::uint8_t* scratch;
+  std::uint64_t received = 0;
+
+  std::uint64_t index(int b, std::uint64_t s) const { return static_cast<std::uint64_t>(b) * plan.segments + s; }
+  std::uint8_t* slot(int b, std::uint64_t s) const { return ws + index(b, s) * plan.slot; }
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool ready(std::uint64_t i) const {
+    const step st = sched.at(i);
+    return st.forwards == no_item || received > st.forwards;
+  }
+  status produce(std::uint64_t i, section* out) {
+    const step st = sched.at(i);
+    if (st.from_input) {
+      *out = plan.encode(cb, send, st.segment, opt.codec.checksum, slot(st.send_block, st.segment));
+      tails[index(st.send_block, st.segment)] = out->tail_bytes;
+    } else {
+      *out = plan.stored(slot(st.send_block, st.segment), st.segment, tails[index(st.send_block, st.segment)]);
+    }
+    return status::success;
+  }
+  landing incoming(std::uint64_t i) {
+    const step st = sched.at(i);
+    return plan.head(slot(st.recv_block, st.segment), st.segment);
+  }
+  status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+    const step st = sched.at(i);
+    const status s = plan.arrived(slot(st.recv_block, st.segment), st.segment, tail_bytes, tail);
+    tails[index(st.recv_block, st.segment)] = *tail_bytes;
+    ++received;
+    return s;
+  }
+  status consume(std::uint64_t i) {
+    const step st = sched.at(i);
+    return plan.decode_into(slot(st.recv_block, st.segment), st.segment, tails[index(st.recv_block, st.segment)],
+                            opt.codec.checksum,
+                            recv + static_cast<std::uint64_t>(st.recv_block) * plan.count * Codec::element_size, scratch);
+  }
+};
+}  // namespace collective::detail
 
 namespace collective::detail {
 // all_gather without (check == false) or with the opening agreement on the call (common.hpp).
@@ -60,121 +152,51 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
                       std::uint64_t workspace_bytes, const collective_options& opt,
                       const typename Codec::codebook_type& cb, bool check) {
   if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
-    return opt.model.all_gather(count * Codec::element_size, t.size()).compress
-               ? all_gather_run<Codec, strategy::always>(sendbuff, recvbuff, count, t, workspace, workspace_bytes,
-                                                         opt, cb, check)
-               : all_gather_run<Codec, strategy::never>(sendbuff, recvbuff, count, t, workspace, workspace_bytes,
-                                                        opt, cb, check);
-  }
-  const int n = t.size(), r = t.rank();
-  const std::uint64_t shard = count * Codec::element_size;
-  auto* recv = static_cast<std::uint8_t*>(recvbuff);
-  if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
-      workspace_bytes < all_gather_workspace<Codec, Strategy>(count, n, opt) ||
-      (workspace == nullptr && workspace_bytes != 0))
-    return fail(t, status::invalid_argument);
-  if (n == 1) {
-    if (count) std::memmove(recv, sendbuff, shard);
-    return status::success;
-  }
-  constexpr bool native = std::is_same_v<Strategy, strategy::never> && transport::has_native_all_gather_v<Transport>;
-  if (check) {  // also before a native all_gather: it compares sizes only, not the type or path
-    const status s = agree(t, status::success,
-                           call_signature<Codec>(call_kind::all_gather, !std::is_same_v<Strategy, strategy::never>, count,
-                                                 settings_word(opt)));
-    if (s != status::success) return s;
-  }
-  if (count) std::memmove(recv + static_cast<std::uint64_t>(r) * shard, sendbuff, shard);
-
-  if constexpr (native) {
-    // the transport's own all_gather (it only moves bytes: the same result as the ring); the own
-    // shard is in place already
-    const status s = t.all_gather_bytes(recv + static_cast<std::uint64_t>(r) * shard, recvbuff, shard);
-    return s == status::success ? s : fail(t, s);
-  } else if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    // the plain ring, pipelined by the same segments: a segment is forwarded as soon as it arrives
-    const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
-    struct hooks {
-      const segment_plan<Codec>& plan;
-      int n, r;
-      std::uint8_t* recv;
-      std::uint64_t received = 0;
-      std::uint64_t S() const { return plan.segments; }
-      std::uint8_t* at(int k, std::uint64_t s) const {
-        return recv + (static_cast<std::uint64_t>(ring_block(r, k, n)) * plan.count + plan.first(s)) * Codec::element_size;
-      }
-      std::uint64_t bytes(std::uint64_t s) const { return plan.elems(s) * Codec::element_size; }
-      int dst(std::uint64_t) const { return ring_next(r, n); }
-      int src(std::uint64_t) const { return ring_prev(r, n); }
-      bool ready(std::uint64_t i) const { return i < S() || received > i - S(); }
-      status produce(std::uint64_t i, section* out) {
-        *out = {at(static_cast<int>(i / S()), i % S()), bytes(i % S()), nullptr, 0};
-        return status::success;
-      }
-      landing incoming(std::uint64_t i) { return {at(static_cast<int>(i / S()) + 1, i % S()), bytes(i % S())}; }
-      status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
-        *tail_bytes = 0;
-        *tail = nullptr;
-        ++received;
-        return status::success;
-      }
-      status consume(std::uint64_t) { return status::success; }
-    } h{plan, n, r, recv};
-    return run_pipeline(t, static_cast<std::uint64_t>(n - 1) * plan.segments, opt.pipeline.depth, 0, h);
+    return on_path<Strategy>([&] { return opt.model.all_gather(count * Codec::element_size, t.size()).compress; },
+                             [&](auto path) {
+                               return all_gather_run<Codec, decltype(path)>(sendbuff, recvbuff, count, t, workspace,
+                                                                            workspace_bytes, opt, cb, check);
+                             });
   } else {
-    const gather_layout<Codec> lay(count, n, opt);
-    // item i = k * S + s: ring step k, segment s; it sends block (r - k) and receives block (r - k - 1)
-    struct hooks {
-      const segment_plan<Codec>& plan;
-      const collective_options& opt;
-      const typename Codec::codebook_type& cb;
-      int n, r;
-      const void* send;
-      std::uint8_t* recv;
-      std::uint8_t* ws;
-      std::uint64_t* tails;  // per block and segment
-      std::uint8_t* scratch;
-      std::uint64_t received = 0;
+    constexpr bool packed = std::is_same_v<Strategy, strategy::always>;
+    const int n = t.size(), r = t.rank();
+    const std::uint64_t shard = count * Codec::element_size;
+    auto* recv = static_cast<std::uint8_t*>(recvbuff);
+    if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
+        workspace_bytes < all_gather_workspace<Codec, Strategy>(count, n, opt) ||
+        (workspace == nullptr && workspace_bytes != 0))
+      return fail(t, status::invalid_argument);
+    if (n == 1) {
+      if (count) std::memmove(recv, sendbuff, shard);
+      return status::success;
+    }
+    if (check) {  // also before a native all_gather: it compares sizes only, not the type or path
+      const status s =
+          agree(t, status::success, call_signature<Codec>(call_kind::all_gather, packed, count, settings_word(opt)));
+      if (s != status::success) return s;
+    }
+    if (count) std::memmove(recv + static_cast<std::uint64_t>(r) * shard, sendbuff, shard);
 
-      std::uint64_t S() const { return plan.segments; }
-      int step(std::uint64_t i) const { return static_cast<int>(i / S()); }
-      std::uint64_t index(int b, std::uint64_t s) const { return static_cast<std::uint64_t>(b) * S() + s; }
-      std::uint8_t* slot(int b, std::uint64_t s) const { return ws + index(b, s) * plan.slot; }
-      int dst(std::uint64_t) const { return ring_next(r, n); }
-      int src(std::uint64_t) const { return ring_prev(r, n); }
-      bool ready(std::uint64_t i) const { return i < S() || received > i - S(); }
-      status produce(std::uint64_t i, section* out) {
-        const std::uint64_t s = i % S();
-        const int b = ring_block(r, step(i), n);
-        if (step(i) == 0) {
-          *out = plan.encode(cb, send, s, opt.codec.checksum, slot(b, s));
-          tails[index(b, s)] = out->tail_bytes;
-        } else {
-          *out = plan.stored(slot(b, s), s, tails[index(b, s)]);
-        }
-        return status::success;
-      }
-      landing incoming(std::uint64_t i) { return plan.head(slot(ring_block(r, step(i) + 1, n), i % S()), i % S()); }
-      status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
-        const std::uint64_t s = i % S();
-        const int b = ring_block(r, step(i) + 1, n);
-        const status st = plan.arrived(slot(b, s), s, tail_bytes, tail);
-        tails[index(b, s)] = *tail_bytes;
-        ++received;
-        return st;
-      }
-      status consume(std::uint64_t i) {
-        const std::uint64_t s = i % S();
-        const int b = ring_block(r, step(i) + 1, n);
-        return plan.decode_into(slot(b, s), s, tails[index(b, s)], opt.codec.checksum,
-                                recv + static_cast<std::uint64_t>(b) * plan.count * Codec::element_size, scratch);
-      }
-    } h{lay.plan, opt, cb, n, r, sendbuff, recv, static_cast<std::uint8_t*>(workspace),
-        reinterpret_cast<std::uint64_t*>(static_cast<std::uint8_t*>(workspace) + lay.tails_offset),
-        static_cast<std::uint8_t*>(workspace) + lay.scratch_offset};
-    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1) * lay.plan.segments, opt.pipeline.depth, 0, h);
-    if (s != status::success) return s;
-    return agree(t, status::success);
+    if constexpr (!packed && transport::has_native_all_gather_v<Transport>) {
+      // the transport's own all_gather (it only moves bytes: the same result as the ring); the own
+      // shard is in place already
+      const status s = t.all_gather_bytes(recv + static_cast<std::uint64_t>(r) * shard, recvbuff, shard);
+      return s == status::success ? s : fail(t, s);
+    } else if constexpr (!packed) {
+      const schedule sched = schedule::ring_all_gather(r, n, segmentation(count, opt.codec.chunk_elems,
+                                                                          opt.pipeline.segment_elems));
+      ring_gather_plain<Codec> h{sched, recv};
+      return run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
+    } else {
+      const gather_layout<Codec> lay(count, n, opt);
+      const schedule sched = schedule::ring_all_gather(r, n, lay.plan);
+      auto* ws = static_cast<std::uint8_t*>(workspace);
+      ring_gather_packed<Codec> h{sched, lay.plan, opt, cb, sendbuff, recv, ws,
+                                  reinterpret_cast<std::uint64_t*>(ws + lay.tails_offset), ws + lay.scratch_offset};
+      const status s = run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
+      if (s != status::success) return s;
+      return agree(t, status::success);
+    }
   }
 }
 }  // namespace collective::detail

@@ -24,6 +24,7 @@
 #include "common.hpp"
 #include "detail/pipeline.hpp"
 #include "detail/wire.hpp"
+#include "schedule.hpp"
 
 namespace zipccl {
 
@@ -40,26 +41,100 @@ segment_plan<Codec> block_plan(std::uint64_t count, const collective_options& op
 // Whether the block between two ranks travels compressed.
 template <class Codec, class Strategy>
 bool compress_block(std::uint64_t count, int ranks, const collective_options& opt) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) return false;
-  else if constexpr (std::is_same_v<Strategy, strategy::always>) return true;
-  else return opt.model.all_to_all(count * Codec::element_size, ranks).compress;
+  return takes_compressed<Strategy>([&] { return opt.model.all_to_all(count * Codec::element_size, ranks).compress; });
 }
 }  // namespace collective::detail
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t all_to_all_workspace(const std::uint64_t* sendcounts, const std::uint64_t* recvcounts, int ranks,
                                    const collective_options& opt = {}) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    return 0;
-  } else {
-    if (!collective::detail::valid_options(opt) || sendcounts == nullptr || recvcounts == nullptr || ranks < 1) return 0;
-    std::uint64_t total = format::align_up(collective::detail::wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
-    for (int p = 0; p < ranks; ++p)
-      total += collective::detail::block_plan<Codec>(sendcounts[p], opt).slot +
-               collective::detail::block_plan<Codec>(recvcounts[p], opt).slot;
-    return total;
-  }
+  return collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
+    if constexpr (std::is_same_v<decltype(path), strategy::never>) {
+      return 0;
+    } else {
+      if (!collective::detail::valid_options(opt) || sendcounts == nullptr || recvcounts == nullptr || ranks < 1)
+        return 0;
+      std::uint64_t total = format::align_up(collective::detail::wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
+      for (int p = 0; p < ranks; ++p)
+        total += collective::detail::block_plan<Codec>(sendcounts[p], opt).slot +
+                 collective::detail::block_plan<Codec>(recvcounts[p], opt).slot;
+      return total;
+    }
+  });
 }
+
+namespace collective::detail {
+// The hooks (detail/pipeline.hpp) of the compressed all_to_all, on the steps of
+// schedule::pairwise_all_to_all: each block travels as one segment, coded while the previous
+// step is in flight; a block that Strategy leaves plain (adaptive decides per pair, from the
+// block's size alone, which both ends know) travels as its raw bytes in one message. The
+// workspace holds an out slot per peer, then an in slot per peer, then one chunk of scratch.
+template <class Codec, class Strategy>
+struct pairwise_exchange {
+  const schedule& sched;
+  const collective_options& opt;
+  const typename Codec::codebook_type& cb;
+  const std::uint64_t *sendcounts, *sdispls, *recvcounts, *rdispls;
+  const std::uint8_t* send;
+  std::uint8_t* recv;
+  std::uint8_t* ws;
+  std::uint64_t tail_in = 0;
+
+  int n() const { return sched.ranks(); }
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool packed(std::uint64_t count) const { return compress_block<Codec, Strategy>(count, n(), opt); }
+  std::uint8_t* out_slot(int p) const {
+    std::uint64_t off = 0;
+    for (int q = 0; q < p; ++q) off += block_plan<Codec>(sendcounts[q], opt).slot;
+    return ws + off;
+  }
+  std::uint8_t* in_slot(int p) const {
+    std::uint64_t off = 0;
+    for (int q = 0; q < n(); ++q) off += block_plan<Codec>(sendcounts[q], opt).slot;
+    for (int q = 0; q < p; ++q) off += block_plan<Codec>(recvcounts[q], opt).slot;
+    return ws + off;
+  }
+  std::uint8_t* scratch() const { return in_slot(n()); }
+  bool ready(std::uint64_t) const { return true; }
+  status produce(std::uint64_t i, section* out) {
+    const int p = sched.at(i).send_block;
+    const std::uint64_t count = sendcounts[p];
+    const std::uint8_t* from = block_at(send, sdispls[p], count, Codec::element_size);
+    if (!packed(count)) {
+      *out = {from, count * Codec::element_size, nullptr, 0};
+      return status::success;
+    }
+    *out = block_plan<Codec>(count, opt).encode(cb, from, 0, opt.codec.checksum, out_slot(p));
+    return status::success;
+  }
+  landing incoming(std::uint64_t i) {
+    const int p = sched.at(i).recv_block;
+    const std::uint64_t count = recvcounts[p];
+    if (!packed(count)) return {block_at(recv, rdispls[p], count, Codec::element_size), count * Codec::element_size};
+    return block_plan<Codec>(count, opt).head(in_slot(p), 0);
+  }
+  status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+    const int p = sched.at(i).recv_block;
+    const std::uint64_t count = recvcounts[p];
+    if (!packed(count)) {
+      *tail_bytes = tail_in = 0;
+      *tail = nullptr;
+      return status::success;
+    }
+    const status st = block_plan<Codec>(count, opt).arrived(in_slot(p), 0, tail_bytes, tail);
+    tail_in = *tail_bytes;
+    return st;
+  }
+  status consume(std::uint64_t i) {
+    const int p = sched.at(i).recv_block;
+    const std::uint64_t count = recvcounts[p];
+    if (!packed(count)) return status::success;
+    return block_plan<Codec>(count, opt).decode_into(in_slot(p), 0, tail_in, opt.codec.checksum,
+                                                     block_at(recv, rdispls[p], count, Codec::element_size), scratch());
+  }
+};
+}  // namespace collective::detail
 
 template <class Codec, class Strategy = strategy::always, class Transport>
 status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const std::uint64_t* sdispls, void* recvbuff,
@@ -95,82 +170,19 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
   const auto recv_block = [&](int p) { return block_at(recv, rdispls[p], recvcounts[p], esize); };
   if (n == 1) return status::success;
 
+  const collective::schedule sched = collective::schedule::pairwise_all_to_all(r, n);
   if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    for (int j = 1; j < n; ++j) {
-      const int dst = (r + j) % n, src = (r - j + n) % n;
+    for (std::uint64_t i = 0; i < sched.items(); ++i) {
+      const int dst = sched.at(i).dst, src = sched.at(i).src;
       const status s =
           t.sendrecv(dst, send_block(dst), sendcounts[dst] * esize, src, recv_block(src), recvcounts[src] * esize);
       if (s != status::success) return fail(t, s);
     }
     return agree(t, status::success);  // a pair whose counts differed failed: every rank hears of it
   } else {
-    // item i is step i + 1; a block the model leaves plain travels as its raw bytes, in one message
-    struct hooks {
-      const collective_options& opt;
-      const typename Codec::codebook_type& cb;
-      int n, r;
-      const std::uint64_t *sendcounts, *sdispls, *recvcounts, *rdispls;
-      const std::uint8_t* send;
-      std::uint8_t* recv;
-      std::uint8_t* ws;
-      std::uint64_t tail_in = 0;
-
-      int dst(std::uint64_t i) const { return static_cast<int>((static_cast<std::uint64_t>(r) + i + 1) % n); }
-      int src(std::uint64_t i) const { return static_cast<int>((static_cast<std::uint64_t>(r) + n - 1 - i % n) % n); }
-      bool packed(std::uint64_t count) const { return compress_block<Codec, Strategy>(count, n, opt); }
-      // the out slots of every peer, then the in slots, then the scratch
-      std::uint8_t* out_slot(int p) const {
-        std::uint64_t off = 0;
-        for (int q = 0; q < p; ++q) off += block_plan<Codec>(sendcounts[q], opt).slot;
-        return ws + off;
-      }
-      std::uint8_t* in_slot(int p) const {
-        std::uint64_t off = 0;
-        for (int q = 0; q < n; ++q) off += block_plan<Codec>(sendcounts[q], opt).slot;
-        for (int q = 0; q < p; ++q) off += block_plan<Codec>(recvcounts[q], opt).slot;
-        return ws + off;
-      }
-      std::uint8_t* scratch() const { return in_slot(n); }
-      bool ready(std::uint64_t) const { return true; }
-      status produce(std::uint64_t i, section* out) {
-        const int p = dst(i);
-        const std::uint64_t count = sendcounts[p];
-        if (!packed(count)) {
-          *out = {block_at(send, sdispls[p], count, Codec::element_size), count * Codec::element_size, nullptr, 0};
-          return status::success;
-        }
-        *out = block_plan<Codec>(count, opt).encode(cb, block_at(send, sdispls[p], count, Codec::element_size), 0,
-                                                    opt.codec.checksum, out_slot(p));
-        return status::success;
-      }
-      landing incoming(std::uint64_t i) {
-        const int p = src(i);
-        const std::uint64_t count = recvcounts[p];
-        if (!packed(count)) return {block_at(recv, rdispls[p], count, Codec::element_size), count * Codec::element_size};
-        return block_plan<Codec>(count, opt).head(in_slot(p), 0);
-      }
-      status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
-        const int p = src(i);
-        const std::uint64_t count = recvcounts[p];
-        if (!packed(count)) {
-          *tail_bytes = tail_in = 0;
-          *tail = nullptr;
-          return status::success;
-        }
-        const status st = block_plan<Codec>(count, opt).arrived(in_slot(p), 0, tail_bytes, tail);
-        tail_in = *tail_bytes;
-        return st;
-      }
-      status consume(std::uint64_t i) {
-        const int p = src(i);
-        const std::uint64_t count = recvcounts[p];
-        if (!packed(count)) return status::success;
-        return block_plan<Codec>(count, opt).decode_into(in_slot(p), 0, tail_in, opt.codec.checksum,
-                                                         block_at(recv, rdispls[p], count, Codec::element_size),
-                                                         scratch());
-      }
-    } h{opt, cb, n, r, sendcounts, sdispls, recvcounts, rdispls, send, recv, static_cast<std::uint8_t*>(workspace)};
-    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1), opt.pipeline.depth, 0, h);
+    pairwise_exchange<Codec, Strategy> h{sched,   opt,  cb,   sendcounts, sdispls, recvcounts,
+                                         rdispls, send, recv, static_cast<std::uint8_t*>(workspace)};
+    const status s = run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
     if (s != status::success) return s;
     return agree(t, status::success);
   }

@@ -15,6 +15,38 @@
 
 namespace zipccl {
 
+namespace collective::detail {
+// What calibrate() measures on one rank; the ranks' figures are averaged field by field.
+struct calibration {
+  double latency_seconds = 0, link_bytes_per_second = 0, compress_bytes_per_second = 0,
+         decompress_bytes_per_second = 0, ratio = 0, overlap = 1;
+
+  // f(field) for every field, in a fixed order (how the ranks exchange and average them)
+  template <class F>
+  void each(F&& f) {
+    f(latency_seconds);
+    f(link_bytes_per_second);
+    f(compress_bytes_per_second);
+    f(decompress_bytes_per_second);
+    f(ratio);
+    f(overlap);
+  }
+  static constexpr int fields = 6;
+  // the cost model these figures give, with the segment size the collectives use
+  cost_model model(double segment_bytes, const cost_model& base = {}) const {
+    cost_model m = base;
+    m.latency_seconds = latency_seconds;
+    m.link_bytes_per_second = link_bytes_per_second;
+    m.compress_bytes_per_second = compress_bytes_per_second;
+    m.decompress_bytes_per_second = decompress_bytes_per_second;
+    m.ratio = ratio;
+    m.overlap = overlap;
+    m.segment_bytes = segment_bytes;
+    return m;
+  }
+};
+}  // namespace collective::detail
+
 template <class Codec, class Transport>
 status calibrate(cost_model* model, Transport& t, const void* sample, std::uint64_t n, const collective_options& opt = {},
                  const typename Codec::codebook_type& cb = {}) {
@@ -24,7 +56,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
   using collective::detail::ring_prev;
   if (model == nullptr || (sample == nullptr && n != 0)) return collective::detail::fail(t, status::invalid_argument);
   const int ranks = t.size(), r = t.rank();
-  double m[6] = {0, 0, 0, 0, 0, 1};  // latency, bandwidth, compress, decompress, ratio, overlap
+  collective::detail::calibration mine;
 
   // The codec as the collectives run it (detail/wire.hpp, on the calling thread), on the sample.
   // Every rank codes at the same time (they start together and each codes for at least
@@ -59,10 +91,10 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
                              scratch.data());
   });
   if (decoded != status::success) return collective::detail::fail(t, decoded);
-  m[2] = cs > 0 && raw ? raw / cs : 1e12;
-  m[3] = ds > 0 && raw ? raw / ds : 1e12;
+  mine.compress_bytes_per_second = cs > 0 && raw ? raw / cs : 1e12;
+  mine.decompress_bytes_per_second = ds > 0 && raw ? raw / ds : 1e12;
   const std::uint64_t bytes = W::fixed_bytes(n, chunk) + tail_bytes;
-  m[4] = bytes ? static_cast<double>(raw) / static_cast<double>(bytes) : 1.0;
+  mine.ratio = bytes ? static_cast<double>(raw) / static_cast<double>(bytes) : 1.0;
 
   if (ranks > 1) {
     // latency: one-byte ring steps, after the ranks have lined up again (the codec timings end at
@@ -72,7 +104,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
     const int small_reps = 10;
     const status lined_up = collective::detail::agree(t, status::success);
     if (lined_up != status::success) return lined_up;
-    m[0] = 1e30;
+    mine.latency_seconds = 1e30;
     auto t0 = clock::now(), t1 = t0;
     for (int round = 0; round < 3; ++round) {
       t0 = clock::now();
@@ -82,7 +114,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
       }
       t1 = clock::now();
       const double per = std::chrono::duration<double>(t1 - t0).count() / small_reps;
-      m[0] = per < m[0] ? per : m[0];
+      mine.latency_seconds = per < mine.latency_seconds ? per : mine.latency_seconds;
     }
     // bandwidth: the plain all_gather of a sample-sized message per rank, pipelined as the
     // collectives run it, so the figure includes what moving the bytes costs this machine
@@ -99,10 +131,10 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
     if (s1 != status::success) return s1;
     t1 = clock::now();
     const double hops = ranks - 1;
-    const double step = std::chrono::duration<double>(t1 - t0).count() / reps / hops - m[0];
-    m[1] = step > 0 ? static_cast<double>(words * 4) / step : 1e12;
+    const double step = std::chrono::duration<double>(t1 - t0).count() / reps / hops - mine.latency_seconds;
+    mine.link_bytes_per_second = step > 0 ? static_cast<double>(words * 4) / step : 1e12;
   } else {
-    m[1] = 1e12;
+    mine.link_bytes_per_second = 1e12;
   }
 
   // overlap: how much of the coding a compressed all_gather of the sample actually hides behind
@@ -117,13 +149,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
       sa = all_gather<Codec>(sample, gathered.data(), n, t, ws.data(), ws.size(), opt, cb);
     if (sa != status::success) return sa;
     const double measured = std::chrono::duration<double>(clock::now() - t0).count() / reps;
-    cost_model probe;
-    probe.latency_seconds = m[0];
-    probe.link_bytes_per_second = m[1];
-    probe.compress_bytes_per_second = m[2];
-    probe.decompress_bytes_per_second = m[3];
-    probe.ratio = m[4];
-    probe.segment_bytes = static_cast<double>(opt.pipeline.segment_elems * Codec::element_size);
+    cost_model probe = mine.model(static_cast<double>(opt.pipeline.segment_elems * Codec::element_size));
     probe.overlap = 1;
     const double hidden = probe.all_gather(raw, ranks).compressed_seconds;  // all of the shorter part hidden
     probe.overlap = 0;
@@ -137,27 +163,28 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
       probe.compress_bytes_per_second = probe.decompress_bytes_per_second = 1e30;
       const double moving = probe.all_gather(raw, ranks).compressed_seconds;
       const double scale = (serial - moving) > 0 ? (measured - moving) / (serial - moving) : 1.0;
-      m[2] /= scale;
-      m[3] /= scale;
+      mine.compress_bytes_per_second /= scale;
+      mine.decompress_bytes_per_second /= scale;
     }
   }
-  m[5] = overlap;
+  mine.overlap = overlap;
 
   // every rank takes the average of all ranks' measurements, summed in rank order
-  std::vector<double> all(static_cast<std::size_t>(6 * ranks));
+  using collective::detail::calibration;
+  double packed[calibration::fields];
+  int k = 0;
+  mine.each([&](double& v) { packed[k++] = v; });
+  std::vector<double> all(static_cast<std::size_t>(calibration::fields * ranks));
   const status s = all_gather<codec<fp32, codebook::fixed>, strategy::never>(
-      reinterpret_cast<const void*>(m), all.data(), 12, t, nullptr, 0);  // 6 doubles = 12 fp32 words
+      static_cast<const void*>(packed), all.data(), 2 * calibration::fields, t, nullptr, 0);  // as fp32 words
   if (s != status::success) return s;
-  double avg[6] = {0, 0, 0, 0, 0, 0};
-  for (int q = 0; q < ranks; ++q)
-    for (int k = 0; k < 6; ++k) avg[k] += all[static_cast<std::size_t>(6 * q + k)] / ranks;
-  model->latency_seconds = avg[0];
-  model->link_bytes_per_second = avg[1];
-  model->compress_bytes_per_second = avg[2];
-  model->decompress_bytes_per_second = avg[3];
-  model->ratio = avg[4];
-  model->segment_bytes = static_cast<double>(opt.pipeline.segment_elems * Codec::element_size);
-  model->overlap = avg[5];
+  calibration avg;
+  avg.each([](double& v) { v = 0; });
+  for (int q = 0; q < ranks; ++q) {
+    k = 0;
+    avg.each([&](double& v) { v += all[static_cast<std::size_t>(calibration::fields * q + k++)] / ranks; });
+  }
+  *model = avg.model(static_cast<double>(opt.pipeline.segment_elems * Codec::element_size), *model);
   return status::success;
 }
 

@@ -25,6 +25,7 @@
 #include "detail/arith.hpp"
 #include "detail/pipeline.hpp"
 #include "detail/wire.hpp"
+#include "schedule.hpp"
 
 namespace zipccl {
 
@@ -48,20 +49,16 @@ struct scatter_layout {
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t reduce_scatter_workspace(std::uint64_t recvcount, const collective_options& opt = {}) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    // an outgoing copy of the partial sums and two incoming segments
+  return collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
     if (!collective::detail::valid_options(opt)) return 0;
-    const collective::detail::segment_plan<Codec> plan(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems);
-    return format::align_up(recvcount * Codec::element_size, 16) + 2 * format::align_up(plan.seg * Codec::element_size, 16);
-  }
-  else if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
-    const std::uint64_t a = reduce_scatter_workspace<Codec, strategy::always>(recvcount, opt);
-    const std::uint64_t b = reduce_scatter_workspace<Codec, strategy::never>(recvcount, opt);
-    return a > b ? a : b;
-  } else {
-    if (!collective::detail::valid_options(opt)) return 0;
-    return collective::detail::scatter_layout<Codec>(recvcount, opt).total;
-  }
+    if constexpr (std::is_same_v<decltype(path), strategy::never>) {
+      // an outgoing copy of the partial sums and two incoming segments
+      const collective::segmentation seg(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems);
+      return format::align_up(recvcount * Codec::element_size, 16) + 2 * format::align_up(seg.seg * Codec::element_size, 16);
+    } else {
+      return collective::detail::scatter_layout<Codec>(recvcount, opt).total;
+    }
+  });
 }
 
 namespace collective::detail {
@@ -85,141 +82,158 @@ void divide(std::uint8_t* dst, std::uint64_t n, int ranks) {
 }  // namespace collective::detail
 
 namespace collective::detail {
+// The hooks (detail/pipeline.hpp) of the ring reduce_scatter, on the steps of
+// schedule::ring_reduce_scatter. Hop k sends the partial result of block (r - k - 1) (hop 0: the
+// rank's own input block) and adds its own input to the partial result of block (r - k - 2) it
+// receives, into `acc` (the caller's output: every hop reduces into the same block of recvcount
+// elements). The plain ring sends partial sums from a copy, since the next hop's sum overwrites
+// them while they may still be in flight; incoming segments alternate between two slots (the
+// receive of item i + 1 is posted before item i is consumed).
+template <class Codec>
+struct ring_scatter_plain {
+  using E = typename Codec::element_type;
+  const schedule& sched;
+  const std::uint8_t* send;
+  std::uint8_t *acc, *out_copy, *in_slots;
+  std::uint64_t block, seg_bytes, consumed = 0;
+
+  std::uint8_t* in_slot(std::uint64_t i) const { return in_slots + (i % 2) * seg_bytes; }
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool ready(std::uint64_t i) const {
+    const step st = sched.at(i);
+    return st.forwards == no_item || consumed > st.forwards;
+  }
+  status produce(std::uint64_t i, section* out) {
+    const step st = sched.at(i);
+    const std::uint64_t at = st.first * Codec::element_size, bytes = st.elems * Codec::element_size;
+    if (st.from_input) {
+      *out = {send + static_cast<std::uint64_t>(st.send_block) * block + at, bytes, nullptr, 0};
+    } else {
+      std::memcpy(out_copy + at, acc + at, bytes);
+      *out = {out_copy + at, bytes, nullptr, 0};
+    }
+    return status::success;
+  }
+  landing incoming(std::uint64_t i) { return {in_slot(i), sched.at(i).elems * Codec::element_size}; }
+  status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+    *tail_bytes = 0;
+    *tail = nullptr;
+    return status::success;
+  }
+  status consume(std::uint64_t i) {
+    const step st = sched.at(i);
+    const std::uint64_t at = st.first * Codec::element_size;
+    accumulate<E>(acc + at, in_slot(i), send + static_cast<std::uint64_t>(st.recv_block) * block + at, st.elems);
+    ++consumed;
+    return status::success;
+  }
+};
+
+// The compressed ring: every hop decodes, reduces and re-encodes each segment; each chunk is
+// decoded into a chunk-sized buffer and reduced from there while it is still in cache.
+template <class Codec>
+struct ring_scatter_packed {
+  using E = typename Codec::element_type;
+  const schedule& sched;
+  const scatter_layout<Codec>& lay;
+  const collective_options& opt;
+  const typename Codec::codebook_type& cb;
+  const std::uint8_t* send;
+  std::uint8_t* acc;
+  std::uint8_t* ws;
+  std::uint64_t block, consumed = 0;
+  std::uint64_t tail_in = 0;  // of the item arrived last, which consume() takes next
+
+  std::uint8_t* out_slot(std::uint64_t s) const { return ws + s * lay.plan.slot; }
+  std::uint8_t* in_slot(std::uint64_t i) const { return ws + lay.in_offset + (i % 2) * lay.plan.slot; }
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool ready(std::uint64_t i) const {
+    const step st = sched.at(i);
+    return st.forwards == no_item || consumed > st.forwards;
+  }
+  status produce(std::uint64_t i, section* out) {
+    const step st = sched.at(i);
+    const std::uint8_t* message = st.from_input ? send + static_cast<std::uint64_t>(st.send_block) * block : acc;
+    *out = lay.plan.encode(cb, message, st.segment, opt.codec.checksum, out_slot(st.segment));
+    return status::success;
+  }
+  landing incoming(std::uint64_t i) {
+    const std::uint64_t s = sched.at(i).segment;
+    return lay.plan.head(in_slot(i), s);
+  }
+  status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+    const status st = lay.plan.arrived(in_slot(i), sched.at(i).segment, tail_bytes, tail);
+    tail_in = *tail_bytes;
+    return st;
+  }
+  status consume(std::uint64_t i) {
+    const step st = sched.at(i);
+    const std::uint8_t* local = send + static_cast<std::uint64_t>(st.recv_block) * block;
+    std::uint8_t* decoded = ws + lay.chunk_offset;
+    ++consumed;
+    return lay.plan.decode(in_slot(i), st.segment, tail_in, ws + lay.scratch_offset,
+                           [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
+                             const status d = host::detail::decode_chunk<E>(chunk, span, m, opt.codec.checksum, decoded);
+                             if (d != status::success) return d;
+                             const std::uint64_t at = (st.first + first) * Codec::element_size;
+                             accumulate<E>(acc + at, decoded, local + at, m);
+                             return status::success;
+                           });
+  }
+};
+
 // reduce_scatter without (check == false) or with the opening agreement on the call (common.hpp).
 template <class Codec, class Strategy, class Transport>
 status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction, Transport& t,
                           void* workspace, std::uint64_t workspace_bytes, const collective_options& opt,
                           const typename Codec::codebook_type& cb, bool check) {
   if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
-    return opt.model.reduce_scatter(recvcount * Codec::element_size, t.size()).compress
-               ? reduce_scatter_run<Codec, strategy::always>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
-                                                             workspace_bytes, opt, cb, check)
-               : reduce_scatter_run<Codec, strategy::never>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
-                                                            workspace_bytes, opt, cb, check);
-  }
-  using E = typename Codec::element_type;
-  const int n = t.size(), r = t.rank();
-  const std::uint64_t block = recvcount * Codec::element_size;
-  const auto* send = static_cast<const std::uint8_t*>(sendbuff);
-  auto* acc = static_cast<std::uint8_t*>(recvbuff);
-  const std::uint64_t need = reduce_scatter_workspace<Codec, Strategy>(recvcount, opt);
-  if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
-      workspace_bytes < need || (workspace == nullptr && need != 0))
-    return fail(t, status::invalid_argument);
-  if (n == 1) {
-    if (block) std::memmove(acc, send, block);
-    return status::success;
-  }
-  if (check) {
-    const status s = agree(t, status::success,
-                           call_signature<Codec>(call_kind::reduce_scatter, !std::is_same_v<Strategy, strategy::never>,
-                                                 recvcount, settings_word(opt, static_cast<int>(reduction))));
-    if (s != status::success) return s;
-  }
-  auto* ws = static_cast<std::uint8_t*>(workspace);
-  if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    // the plain ring, pipelined by the same segments; hop k sends block (r - k - 1) and receives
-    // block (r - k - 2), both partial sums after hop 0. Partial sums go out from a copy, since the
-    // next hop's sum overwrites them while they may still be in flight.
-    const segment_plan<Codec> plan(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems);
-    const std::uint64_t seg_bytes = format::align_up(plan.seg * Codec::element_size, 16);
-    struct hooks {
-      const segment_plan<Codec>& plan;
-      int n, r;
-      const std::uint8_t* send;
-      std::uint8_t *acc, *out_copy, *in_slots;
-      std::uint64_t block, seg_bytes, consumed = 0;
-      std::uint64_t S() const { return plan.segments; }
-      std::uint64_t offset(std::uint64_t s) const { return plan.first(s) * Codec::element_size; }
-      std::uint64_t bytes(std::uint64_t s) const { return plan.elems(s) * Codec::element_size; }
-      std::uint8_t* in_slot(std::uint64_t i) const { return in_slots + (i % 2) * seg_bytes; }
-      int dst(std::uint64_t) const { return ring_next(r, n); }
-      int src(std::uint64_t) const { return ring_prev(r, n); }
-      bool ready(std::uint64_t i) const { return i < S() || consumed > i - S(); }
-      status produce(std::uint64_t i, section* out) {
-        const std::uint64_t s = i % S();
-        if (i < S()) {
-          *out = {send + ring_block(r, 1, n) * block + offset(s), bytes(s), nullptr, 0};
-        } else {
-          std::memcpy(out_copy + offset(s), acc + offset(s), bytes(s));
-          *out = {out_copy + offset(s), bytes(s), nullptr, 0};
-        }
-        return status::success;
-      }
-      landing incoming(std::uint64_t i) { return {in_slot(i), bytes(i % S())}; }
-      status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
-        *tail_bytes = 0;
-        *tail = nullptr;
-        return status::success;
-      }
-      status consume(std::uint64_t i) {
-        const std::uint64_t s = i % S();
-        const std::uint8_t* local = send + static_cast<std::uint64_t>(ring_block(r, static_cast<int>(i / S()) + 2, n)) * block;
-        accumulate<E>(acc + offset(s), in_slot(i), local + offset(s), plan.elems(s));
-        ++consumed;
-        return status::success;
-      }
-    } h{plan, n, r, send, acc, ws, ws + format::align_up(block, 16), block, seg_bytes};
-    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1) * plan.segments, opt.pipeline.depth,
-                                  plan.segments, h);
-    if (s != status::success) return s;
-    if (reduction == op::avg) divide<E>(acc, recvcount, n);
-    return status::success;
+    return on_path<Strategy>(
+        [&] { return opt.model.reduce_scatter(recvcount * Codec::element_size, t.size()).compress; },
+        [&](auto path) {
+          return reduce_scatter_run<Codec, decltype(path)>(sendbuff, recvbuff, recvcount, reduction, t, workspace,
+                                                           workspace_bytes, opt, cb, check);
+        });
   } else {
-    const scatter_layout<Codec> lay(recvcount, opt);
-    // item i = k * S + s: hop k, segment s; the same hops as the plain ring, segment by segment
-    struct hooks {
-      const scatter_layout<Codec>& lay;
-      const collective_options& opt;
-      const typename Codec::codebook_type& cb;
-      int n, r;
-      const std::uint8_t* send;
-      std::uint8_t* acc;
-      std::uint8_t* ws;
-      std::uint64_t block, consumed = 0;
-
-      std::uint64_t S() const { return lay.plan.segments; }
-      int hop(std::uint64_t i) const { return static_cast<int>(i / S()); }
-      std::uint8_t* out_slot(std::uint64_t s) const { return ws + s * lay.plan.slot; }
-      std::uint8_t* in_slot(std::uint64_t i) const { return ws + lay.in_offset + (i % 2) * lay.plan.slot; }
-      int dst(std::uint64_t) const { return ring_next(r, n); }
-      int src(std::uint64_t) const { return ring_prev(r, n); }
-      bool ready(std::uint64_t i) const { return i < S() || consumed > i - S(); }
-      status produce(std::uint64_t i, section* out) {
-        const std::uint64_t s = i % S();
-        // hop 0 sends the local block (r - 1); later hops the partial sums in acc
-        const std::uint8_t* message = hop(i) == 0 ? send + ring_block(r, 1, n) * block : acc;
-        *out = lay.plan.encode(cb, message, s, opt.codec.checksum, out_slot(s));
-        return status::success;
-      }
-      landing incoming(std::uint64_t i) { return lay.plan.head(in_slot(i), i % S()); }
-      std::uint64_t tail_in = 0;  // of the item arrived last, which consume() takes next
-      status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
-        const status st = lay.plan.arrived(in_slot(i), i % S(), tail_bytes, tail);
-        tail_in = *tail_bytes;
-        return st;
-      }
-      status consume(std::uint64_t i) {
-        const std::uint64_t s = i % S(), base = lay.plan.first(s);
-        const std::uint8_t* local = send + static_cast<std::uint64_t>(ring_block(r, hop(i) + 2, n)) * block;
-        std::uint8_t* decoded = ws + lay.chunk_offset;
-        ++consumed;
-        return lay.plan.decode(
-            in_slot(i), s, tail_in, ws + lay.scratch_offset,
-            [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
-              const status d = host::detail::decode_chunk<E>(chunk, span, m, opt.codec.checksum, decoded);
-              if (d != status::success) return d;
-              const std::uint64_t at = (base + first) * Codec::element_size;
-              accumulate<E>(acc + at, decoded, local + at, m);
-              return status::success;
-            });
-      }
-    } h{lay, opt, cb, n, r, send, acc, ws, block};
-    const status s = run_pipeline(t, static_cast<std::uint64_t>(n - 1) * lay.plan.segments, opt.pipeline.depth,
-                                  lay.plan.segments, h);
+    using E = typename Codec::element_type;
+    constexpr bool packed = std::is_same_v<Strategy, strategy::always>;
+    const int n = t.size(), r = t.rank();
+    const std::uint64_t block = recvcount * Codec::element_size;
+    const auto* send = static_cast<const std::uint8_t*>(sendbuff);
+    auto* acc = static_cast<std::uint8_t*>(recvbuff);
+    const std::uint64_t need = reduce_scatter_workspace<Codec, Strategy>(recvcount, opt);
+    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
+        workspace_bytes < need || (workspace == nullptr && need != 0))
+      return fail(t, status::invalid_argument);
+    if (n == 1) {
+      if (block) std::memmove(acc, send, block);
+      return status::success;
+    }
+    if (check) {
+      const status s = agree(t, status::success,
+                             call_signature<Codec>(call_kind::reduce_scatter, packed, recvcount,
+                                                   settings_word(opt, static_cast<int>(reduction))));
+      if (s != status::success) return s;
+    }
+    auto* ws = static_cast<std::uint8_t*>(workspace);
+    status s = status::success;
+    if constexpr (!packed) {
+      const schedule sched = schedule::ring_reduce_scatter(
+          r, n, segmentation(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems));
+      const std::uint64_t seg_bytes = format::align_up(sched.blocks().seg * Codec::element_size, 16);
+      ring_scatter_plain<Codec> h{sched, send, acc, ws, ws + format::align_up(block, 16), block, seg_bytes};
+      s = run_pipeline(t, sched.items(), opt.pipeline.depth, sched.segments(), h);
+    } else {
+      const scatter_layout<Codec> lay(recvcount, opt);
+      const schedule sched = schedule::ring_reduce_scatter(r, n, lay.plan);
+      ring_scatter_packed<Codec> h{sched, lay, opt, cb, send, acc, ws, block};
+      s = run_pipeline(t, sched.items(), opt.pipeline.depth, sched.segments(), h);
+    }
     if (s != status::success) return s;
     if (reduction == op::avg) divide<E>(acc, recvcount, n);
-    return agree(t, status::success);
+    return packed ? agree(t, status::success) : status::success;
   }
 }
 }  // namespace collective::detail
@@ -269,10 +283,8 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
     // the whole count, not only the blocks of ceil(count / n) that the two stages see, and the
     // path each stage takes
     const std::uint64_t block = per * elem;
-    const bool rs = !std::is_same_v<Strategy, strategy::never> &&
-                    (!std::is_same_v<Strategy, strategy::adaptive> || opt.model.reduce_scatter(block, n).compress);
-    const bool ag = !std::is_same_v<Strategy, strategy::never> &&
-                    (!std::is_same_v<Strategy, strategy::adaptive> || opt.model.all_gather(block, n).compress);
+    const bool rs = takes_compressed<Strategy>([&] { return opt.model.reduce_scatter(block, n).compress; });
+    const bool ag = takes_compressed<Strategy>([&] { return opt.model.all_gather(block, n).compress; });
     const status s = agree(t, status::success,
                            call_signature<Codec>(call_kind::all_reduce, rs, count,
                                                  settings_word(opt, static_cast<int>(reduction)) ^ (ag ? 1 : 0)));

@@ -20,36 +20,85 @@
 
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <type_traits>
-#include <utility>
 
 #include "../host/compress.hpp"
 #include "../host/decompress.hpp"
 #include "common.hpp"
 #include "detail/pipeline.hpp"
+#include "schedule.hpp"
 
 namespace zipccl {
 
 template <class Codec, class Strategy = strategy::always>
 std::uint64_t send_recv_workspace(std::uint64_t count, const collective_options& opt = {}) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) {
-    return 0;
-  } else {
-    if (!collective::detail::valid_options(opt)) return 0;
-    const collective::detail::segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
-    return plan.slot * plan.segments +
-           format::align_up(collective::detail::wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
-  }
+  return collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
+    if constexpr (std::is_same_v<decltype(path), strategy::never>) {
+      return 0;
+    } else {
+      if (!collective::detail::valid_options(opt)) return 0;
+      const collective::detail::segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
+      return plan.slot * plan.segments +
+             format::align_up(collective::detail::wire<Codec>::scratch_bytes(opt.codec.chunk_elems), 16);
+    }
+  });
 }
 
 namespace collective::detail {
 template <class Codec, class Strategy>
 bool compress_hop(std::uint64_t count, const collective_options& opt) {
-  if constexpr (std::is_same_v<Strategy, strategy::never>) return false;
-  else if constexpr (std::is_same_v<Strategy, strategy::always>) return true;
-  else return opt.model.send_recv(count * Codec::element_size).compress;
+  return takes_compressed<Strategy>([&] { return opt.model.send_recv(count * Codec::element_size).compress; });
 }
+
+// The hooks (detail/pipeline.hpp) of a compressed send, on the steps of schedule::send: segment s
+// is encoded into its own slot while the earlier ones are in flight.
+template <class Codec>
+struct p2p_sender {
+  const schedule& sched;
+  const segment_plan<Codec>& plan;
+  const collective_options& opt;
+  const typename Codec::codebook_type& cb;
+  const void* message;
+  std::uint8_t* ws;
+
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t) const { return no_peer; }
+  bool ready(std::uint64_t) const { return true; }
+  status produce(std::uint64_t i, section* out) {
+    *out = plan.encode(cb, message, i, opt.codec.checksum, ws + i * plan.slot);
+    return status::success;
+  }
+  landing incoming(std::uint64_t) { return {}; }
+  status arrived(std::uint64_t, std::uint64_t*, std::uint8_t**) { return status::success; }
+  status consume(std::uint64_t) { return status::success; }
+};
+
+// ... and of the matching recv, on the steps of schedule::recv: segment s lands in its own slot
+// and is decoded while segment s + 1 arrives.
+template <class Codec>
+struct p2p_receiver {
+  const schedule& sched;
+  const segment_plan<Codec>& plan;
+  const collective_options& opt;
+  void* message;
+  std::uint8_t* ws;
+  std::uint8_t* scratch;
+  std::uint64_t tail_in = 0;
+
+  int dst(std::uint64_t) const { return no_peer; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool ready(std::uint64_t) const { return true; }
+  status produce(std::uint64_t, section*) { return status::success; }
+  landing incoming(std::uint64_t i) { return plan.head(ws + i * plan.slot, i); }
+  status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
+    const status s = plan.arrived(ws + i * plan.slot, i, tail_bytes, tail);
+    tail_in = *tail_bytes;
+    return s;
+  }
+  status consume(std::uint64_t i) {
+    return plan.decode_into(ws + i * plan.slot, i, tail_in, opt.codec.checksum, message, scratch);
+  }
+};
 // The arguments both ends check alike.
 template <class Codec, class Strategy, class Transport>
 bool p2p_arguments_ok(const void* buf, std::uint64_t count, int peer, const Transport& t, const void* workspace,
@@ -92,27 +141,9 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
     return s == status::success ? s : fail(t, s);
   }
   const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
-  auto* ws = static_cast<std::uint8_t*>(workspace);
-  if constexpr (transport::has_requests_v<Transport>) {
-    send_window<Transport> flight(t);
-    status err = status::success;
-    for (std::uint64_t s = 0; s < plan.segments && err == status::success; ++s) {
-      flight.post(s, peer, plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot));
-      while (flight.size() > opt.pipeline.depth && err == status::success) err = flight.retire();
-    }
-    if (err != status::success) return flight.stop(err);
-    while (!flight.empty())
-      if ((err = flight.retire()) != status::success) return flight.stop(err);
-    return status::success;
-  } else {
-    for (std::uint64_t s = 0; s < plan.segments; ++s) {
-      const section out = plan.encode(cb, sendbuff, s, opt.codec.checksum, ws + s * plan.slot);
-      status err = t.send(peer, out.fixed, out.fixed_bytes);
-      if (err == status::success) err = t.send(peer, out.tail, out.tail_bytes);
-      if (err != status::success) return fail(t, err);
-    }
-    return status::success;
-  }
+  const collective::schedule sched = collective::schedule::send(t.rank(), t.size(), peer, plan);
+  p2p_sender<Codec> h{sched, plan, opt, cb, sendbuff, static_cast<std::uint8_t*>(workspace)};
+  return run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
 }
 
 template <class Codec, class Strategy = strategy::always, class Transport>
@@ -130,43 +161,10 @@ status recv(void* recvbuff, std::uint64_t count, int peer, Transport& t, void* w
     return s == status::success ? s : fail(t, s);
   }
   const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
+  const collective::schedule sched = collective::schedule::recv(t.rank(), t.size(), peer, plan);
   auto* ws = static_cast<std::uint8_t*>(workspace);
-  std::uint8_t* scratch = ws + plan.slot * plan.segments;
-  std::uint64_t tail_bytes = 0;
-  std::uint8_t* tail = nullptr;
-  if constexpr (transport::has_requests_v<Transport>) {
-    // segment s arrives while segment s - 1 is decoded
-    using request = typename Transport::request;
-    status err = status::success;
-    request head;
-    if (plan.segments) head = t.irecv(peer, ws, plan.head_bytes(0));
-    for (std::uint64_t s = 0; s < plan.segments && err == status::success; ++s) {
-      std::uint8_t* p = ws + s * plan.slot;
-      err = t.wait(head);
-      if (err == status::success) err = plan.arrived(p, s, &tail_bytes, &tail);
-      if (err != status::success) break;
-      request body = t.irecv(peer, tail, tail_bytes);
-      err = t.wait(body);
-      if (err != status::success) break;
-      if (s + 1 < plan.segments) head = t.irecv(peer, p + plan.slot, plan.head_bytes(s + 1));
-      err = plan.decode_into(p, s, tail_bytes, opt.codec.checksum, recvbuff, scratch);
-      if (err != status::success && s + 1 < plan.segments) {
-        t.abort(err);
-        (void)t.wait(head);
-      }
-    }
-    return err == status::success ? err : fail(t, err);
-  } else {
-    for (std::uint64_t s = 0; s < plan.segments; ++s) {
-      std::uint8_t* p = ws + s * plan.slot;
-      status err = t.recv(peer, p, plan.head_bytes(s));
-      if (err == status::success) err = plan.arrived(p, s, &tail_bytes, &tail);
-      if (err == status::success) err = t.recv(peer, tail, tail_bytes);
-      if (err == status::success) err = plan.decode_into(p, s, tail_bytes, opt.codec.checksum, recvbuff, scratch);
-      if (err != status::success) return fail(t, err);
-    }
-    return status::success;
-  }
+  p2p_receiver<Codec> h{sched, plan, opt, recvbuff, ws, ws + plan.slot * plan.segments};
+  return run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
 }
 
 }  // namespace zipccl
