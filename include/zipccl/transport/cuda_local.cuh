@@ -1,0 +1,436 @@
+// zipccl: transport::cuda_local, N ranks as N streams of one process: the device collectives'
+// test bed and a simulator of a cluster on one GPU (NCCL refuses two ranks on one GPU).
+//
+//   zipccl::transport::cuda_local_world world(8, {25e9, 5e-6});   // 8 ranks, 25 GB/s, 5 us links
+//   // rank r's thread (or one thread for all ranks, with group calls in each rank's order):
+//   auto& t = world.rank(r);
+//   zipccl::cuda::all_gather<codec, strategy::always>(send, recv, count, t, stream_r, ...);
+//
+// Ranks live on one GPU, or spread over several (`devices`; peer access is enabled between them).
+// Every ordered pair of ranks is a link with a ring of message slots in mapped host memory. A send
+// enqueues a kernel that posts its buffer's address and size in the next slot; the matching
+// receive enqueues a one-block kernel that waits until the slot is posted, a copy kernel on the
+// receiver's device that reads the sender's buffer (device to device, through peer access across
+// GPUs), and a one-block kernel that holds the transfer for as long as the link model says
+// (latency + bytes / bandwidth after the later of its posting and the link's previous transfer)
+// and then marks the slot taken; the send's stream waits for that mark. Matching needs no host
+// synchronisation and no event shared between streams, so each rank's work can be captured in a
+// graph of its own and replayed (the slots return to their empty state after each message).
+//
+// Waits spin in one block of 32 threads each, polling with __nanosleep; they also watch the
+// world's abort word, so abort() from any rank (or a size mismatch found by a receive) ends
+// every pending and later wait at once: nothing moves after that, async_error() reports the
+// error on every rank, and the world is spent until reset(). Groups: between group_start() and
+// group_end() a rank's sends are posted first, then its receives, then its sends wait, so ring
+// steps (send to r + 1, receive from r - 1) cannot deadlock. Outside a group a send is posted and
+// waits at once.
+//
+// Limits: a group holds at most `max_group_ops` operations and at most `slots` sends to one peer;
+// rank(r) is used by one host thread at a time; the world must outlive the work enqueued on it
+// (destroy it once every rank's stream is synchronised). As with NCCL, a rank's send to itself
+// must share a group with the matching receive.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "../cuda/runtime.cuh"
+#include "../error.hpp"
+#include "device.hpp"
+#include "local.hpp"
+
+namespace zipccl::transport {
+
+namespace cuda_local_detail {
+
+// One message slot of a link, in mapped host memory.
+struct alignas(64) mailbox {
+  unsigned long long ptr;      // the sender's buffer
+  unsigned long long bytes;    // its size
+  unsigned long long sent_ns;  // when the sender's stream reached the send (global timer)
+  unsigned int ready;          // 1: posted and not yet taken
+  unsigned int done;           // 1: taken; the sender's wait resets it
+};
+
+struct alignas(64) link_clock {
+  unsigned long long busy_until_ns;  // the link's previous transfer ends here
+};
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Waits until *flag == 1; false when the world was aborted first.
+__device__ __forceinline__ bool wait_for(const volatile unsigned int* flag, const volatile int* abort) {
+  while (*flag != 1u) {
+    if (*abort != 0) return false;
+    __nanosleep(200);
+  }
+  return true;
+}
+
+template <class = void>
+__global__ void post_kernel(mailbox* mb, const void* buf, unsigned long long bytes) {
+  if (threadIdx.x != 0) return;
+  volatile mailbox* v = mb;
+  v->ptr = reinterpret_cast<unsigned long long>(buf);
+  v->bytes = bytes;
+  v->sent_ns = now_ns();
+  __threadfence_system();
+  v->ready = 1u;
+  __threadfence_system();
+}
+
+// The receive's first step: waits for the slot; a size that differs ends the world.
+template <class = void>
+__global__ void take_kernel(mailbox* mb, unsigned long long bytes, int* abort) {
+  if (threadIdx.x != 0) return;
+  volatile mailbox* v = mb;
+  if (!wait_for(&v->ready, abort)) return;
+  __threadfence_system();
+  if (v->bytes != bytes) atomicCAS(abort, 0, static_cast<int>(status::size_mismatch));
+}
+
+// The copy: nothing when the world has ended (it reads the slot posted before take_kernel ended).
+template <class = void>
+__global__ void copy_kernel(const mailbox* mb, void* dst, unsigned long long bytes, const int* abort) {
+  __shared__ unsigned long long from;  // one read of mapped memory per block, not per thread
+  __shared__ int ended;
+  if (threadIdx.x == 0) {
+    ended = *static_cast<const volatile int*>(abort);
+    from = static_cast<const volatile mailbox*>(mb)->ptr;
+  }
+  __syncthreads();
+  if (ended != 0) return;
+  const auto* src = reinterpret_cast<const unsigned char*>(from);
+  auto* out = static_cast<unsigned char*>(dst);
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const unsigned long long first = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(out)) & 15u) == 0) {
+    const unsigned long long vecs = bytes / 16;
+    for (unsigned long long i = first; i < vecs; i += stride)
+      reinterpret_cast<uint4*>(out)[i] = reinterpret_cast<const uint4*>(src)[i];
+    for (unsigned long long i = vecs * 16 + first; i < bytes; i += stride) out[i] = src[i];
+  } else {
+    for (unsigned long long i = first; i < bytes; i += stride) out[i] = src[i];
+  }
+}
+
+// The receive's last step: holds the transfer for the link's time, then releases the slot and
+// the sender (also when the world has ended, so no sender waits for it).
+template <class = void>
+__global__ void finish_kernel(mailbox* mb, link_clock* clock, unsigned long long bytes, double bytes_per_ns,
+                              double latency_ns, const int* abort) {
+  if (threadIdx.x != 0) return;
+  volatile mailbox* v = mb;
+  const volatile int* ab = abort;
+  if (*ab == 0 && (bytes_per_ns > 0 || latency_ns > 0)) {
+    volatile link_clock* c = clock;
+    const unsigned long long start = v->sent_ns > c->busy_until_ns ? v->sent_ns : c->busy_until_ns;
+    const unsigned long long end =
+        start + static_cast<unsigned long long>(latency_ns + (bytes_per_ns > 0 ? bytes / bytes_per_ns : 0.0));
+    c->busy_until_ns = end;
+    while (now_ns() < end && *ab == 0) __nanosleep(500);
+  }
+  v->ready = 0u;
+  __threadfence_system();
+  v->done = 1u;
+  __threadfence_system();
+}
+
+// The send's last step: waits until the receiver has taken the slot.
+template <class = void>
+__global__ void wait_kernel(mailbox* mb, const int* abort) {
+  if (threadIdx.x != 0) return;
+  volatile mailbox* v = mb;
+  if (wait_for(&v->done, abort)) v->done = 0u;
+  __threadfence_system();
+}
+
+// Makes `device` current for its lifetime, then restores the caller's device.
+class device_scope {
+ public:
+  explicit device_scope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    ok_ = previous_ == device || cudaSetDevice(device) == cudaSuccess;
+  }
+  ~device_scope() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = -1;
+  bool ok_ = false;
+};
+
+}  // namespace cuda_local_detail
+
+class cuda_local_world;
+
+// One rank's handle on a cuda_local_world; a model of the device transport concept (device.hpp).
+class cuda_local_transport {
+ public:
+  int rank() const { return rank_; }
+  inline int size() const;
+  inline status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream);
+  inline status recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream);
+  inline status group_start();
+  inline status group_end();
+  inline status async_error();
+  inline void abort(status why);
+  int device() const { return device_; }
+
+ private:
+  friend class cuda_local_world;
+  struct op {
+    bool send;
+    int peer;
+    void* buf;
+    std::uint64_t bytes;
+    cudaStream_t stream;
+    cuda_local_detail::mailbox* slot;
+  };
+  cuda_local_transport(cuda_local_world& w, int rank, int device, std::size_t max_group_ops)
+      : world_(&w), rank_(rank), device_(device) {
+    group_.reserve(max_group_ops);
+  }
+  inline status check(int peer, const void* buf, std::uint64_t bytes) const;
+  inline status post(const op& o);
+  inline status take(const op& o);
+  inline status wait(const op& o);
+
+  cuda_local_world* world_;
+  int rank_, device_;
+  std::vector<std::uint64_t> sent_, received_;  // messages so far, per peer
+  std::vector<op> group_;
+  bool in_group_ = false;
+};
+
+class cuda_local_world {
+ public:
+  struct options {
+    link_model link{};                 // per link: 0 bytes_per_second = unlimited
+    std::vector<int> devices{};        // rank r runs on devices[r % devices.size()]; empty: current
+    std::uint32_t slots = 256;         // message slots per link
+    std::size_t max_group_ops = 4096;  // operations in one group, per rank
+  };
+
+  explicit cuda_local_world(int ranks, link_model link = {}) : cuda_local_world(ranks, options{link}) {}
+  // Throws zipccl::error (invalid_argument, cuda_error) when the world cannot be set up.
+  cuda_local_world(int ranks, const options& opt) : n_(ranks), slots_(opt.slots), link_(opt.link) {
+    if (ranks < 1 || opt.slots < 1 || opt.max_group_ops < 1)
+      throw error(status::invalid_argument, "cuda_local_world: ranks, slots and max_group_ops must be >= 1");
+    std::vector<int> devices = opt.devices;
+    if (devices.empty()) {
+      int d = 0;
+      if (cudaGetDevice(&d) != cudaSuccess) throw error(status::cuda_error, "cuda_local_world: no CUDA device");
+      devices.push_back(d);
+    }
+    // peer access between the devices that hold ranks
+    for (std::size_t a = 0; a < devices.size(); ++a)
+      for (std::size_t b = 0; b < devices.size(); ++b) {
+        if (devices[a] == devices[b]) continue;
+        int can = 0;
+        if (cudaDeviceCanAccessPeer(&can, devices[a], devices[b]) != cudaSuccess || !can)
+          throw error(status::invalid_argument, "cuda_local_world: devices without peer access");
+        const cuda_local_detail::device_scope on(devices[a]);
+        const cudaError_t e = cudaDeviceEnablePeerAccess(devices[b], 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+        else if (e != cudaSuccess) throw error(status::cuda_error, "cuda_local_world: cudaDeviceEnablePeerAccess");
+      }
+    const std::size_t links = static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks);
+    bytes_ = sizeof(int) * 16 + links * sizeof(cuda_local_detail::link_clock) +
+             links * opt.slots * sizeof(cuda_local_detail::mailbox);
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes_, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
+      throw error(status::cuda_error, "cuda_local_world: cudaHostAlloc of the mailboxes");
+    base_ = static_cast<unsigned char*>(p);
+    abort_ = reinterpret_cast<int*>(base_);
+    clocks_ = reinterpret_cast<cuda_local_detail::link_clock*>(base_ + sizeof(int) * 16);
+    boxes_ = reinterpret_cast<cuda_local_detail::mailbox*>(base_ + sizeof(int) * 16 +
+                                                            links * sizeof(cuda_local_detail::link_clock));
+    clear();
+    for (int r = 0; r < ranks; ++r) {
+      ranks_.emplace_back(new cuda_local_transport(*this, r, devices[static_cast<std::size_t>(r) % devices.size()],
+                                                   opt.max_group_ops));
+      ranks_.back()->sent_.assign(static_cast<std::size_t>(ranks), 0);
+      ranks_.back()->received_.assign(static_cast<std::size_t>(ranks), 0);
+    }
+  }
+  cuda_local_world(const cuda_local_world&) = delete;
+  cuda_local_world& operator=(const cuda_local_world&) = delete;
+  ~cuda_local_world() {
+    if (base_) (void)cudaFreeHost(base_);
+  }
+
+  int size() const { return n_; }
+  cuda_local_transport& rank(int r) { return *ranks_.at(static_cast<std::size_t>(r)); }
+  const link_model& link() const { return link_; }
+
+  // success, or the error that ended the world (any rank's abort, a mismatched size).
+  status error_state() const { return static_cast<status>(*static_cast<const volatile int*>(abort_)); }
+  // Ends the world: every pending and later wait on it finishes without moving data.
+  void abort(status why) {
+    const int code = why == status::success ? static_cast<int>(status::peer_failed) : static_cast<int>(why);
+    int expected = 0;  // the first error stays
+    (void)__atomic_compare_exchange_n(abort_, &expected, code, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  }
+  // Makes a spent world usable again: call it once every rank's stream has been synchronised.
+  void reset() {
+    clear();
+    for (auto& t : ranks_) {
+      t->sent_.assign(static_cast<std::size_t>(n_), 0);
+      t->received_.assign(static_cast<std::size_t>(n_), 0);
+      t->group_.clear();
+      t->in_group_ = false;
+    }
+  }
+
+ private:
+  friend class cuda_local_transport;
+  void clear() {
+    std::memset(base_, 0, bytes_);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  }
+  cuda_local_detail::mailbox* slot(int src, int dst, std::uint64_t seq) {
+    const std::size_t link = static_cast<std::size_t>(src) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(dst);
+    return boxes_ + link * slots_ + static_cast<std::size_t>(seq % slots_);
+  }
+  cuda_local_detail::link_clock* clock(int src, int dst) {
+    return clocks_ + static_cast<std::size_t>(src) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(dst);
+  }
+
+  int n_;
+  std::uint32_t slots_;
+  link_model link_;
+  std::size_t bytes_ = 0;
+  unsigned char* base_ = nullptr;
+  int* abort_ = nullptr;
+  cuda_local_detail::link_clock* clocks_ = nullptr;
+  cuda_local_detail::mailbox* boxes_ = nullptr;
+  std::vector<std::unique_ptr<cuda_local_transport>> ranks_;
+};
+
+int cuda_local_transport::size() const { return world_->n_; }
+
+status cuda_local_transport::check(int peer, const void* buf, std::uint64_t bytes) const {
+  if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+  if (world_->error_state() != status::success) return status::peer_failed;
+  return status::success;
+}
+
+status cuda_local_transport::post(const op& o) {
+  return cuda::detail::launch("cuda_local: post", dim3(1), dim3(32), o.stream, cuda_local_detail::post_kernel<>,
+                              o.slot, static_cast<const void*>(o.buf), static_cast<unsigned long long>(o.bytes));
+}
+
+status cuda_local_transport::take(const op& o) {
+  cuda_local_world& w = *world_;
+  status s = cuda::detail::launch("cuda_local: take", dim3(1), dim3(32), o.stream, cuda_local_detail::take_kernel<>,
+                                  o.slot, static_cast<unsigned long long>(o.bytes), w.abort_);
+  if (s != status::success) return s;
+  if (o.bytes != 0) {
+    const unsigned long long blocks64 = (o.bytes + 16 * 256 - 1) / (16 * 256);
+    const unsigned blocks = static_cast<unsigned>(blocks64 < 1024 ? blocks64 : 1024);
+    s = cuda::detail::launch("cuda_local: copy", dim3(blocks), dim3(256), o.stream, cuda_local_detail::copy_kernel<>,
+                             static_cast<const cuda_local_detail::mailbox*>(o.slot), o.buf,
+                             static_cast<unsigned long long>(o.bytes), static_cast<const int*>(w.abort_));
+    if (s != status::success) return s;
+  }
+  const double bytes_per_ns = w.link_.bytes_per_second > 0 ? w.link_.bytes_per_second * 1e-9 : 0.0;
+  const double latency_ns = w.link_.latency_seconds > 0 ? w.link_.latency_seconds * 1e9 : 0.0;
+  return cuda::detail::launch("cuda_local: finish", dim3(1), dim3(32), o.stream, cuda_local_detail::finish_kernel<>,
+                              o.slot, w.clock(o.peer, rank_), static_cast<unsigned long long>(o.bytes), bytes_per_ns,
+                              latency_ns, static_cast<const int*>(w.abort_));
+}
+
+status cuda_local_transport::wait(const op& o) {
+  return cuda::detail::launch("cuda_local: wait", dim3(1), dim3(32), o.stream, cuda_local_detail::wait_kernel<>,
+                              o.slot, static_cast<const int*>(world_->abort_));
+}
+
+status cuda_local_transport::send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) {
+  if (const status s = check(peer, buf, bytes); s != status::success) return s;
+  const op o{true, peer, const_cast<void*>(buf), bytes, stream,
+             world_->slot(rank_, peer, sent_[static_cast<std::size_t>(peer)]++)};
+  if (in_group_) {
+    if (group_.size() == group_.capacity()) {  // (no allocation inside a call)
+      abort(status::invalid_argument);
+      return status::invalid_argument;
+    }
+    group_.push_back(o);
+    return status::success;
+  }
+  const cuda_local_detail::device_scope on(device_);
+  if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
+  const status s = post(o);
+  return s != status::success ? s : wait(o);
+}
+
+status cuda_local_transport::recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
+  if (const status s = check(peer, buf, bytes); s != status::success) return s;
+  const op o{false, peer, buf, bytes, stream, world_->slot(peer, rank_, received_[static_cast<std::size_t>(peer)]++)};
+  if (in_group_) {
+    if (group_.size() == group_.capacity()) {  // (no allocation inside a call)
+      abort(status::invalid_argument);
+      return status::invalid_argument;
+    }
+    group_.push_back(o);
+    return status::success;
+  }
+  const cuda_local_detail::device_scope on(device_);
+  if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
+  return take(o);
+}
+
+status cuda_local_transport::group_start() {
+  if (in_group_) return status::invalid_argument;
+  in_group_ = true;
+  group_.clear();
+  return status::success;
+}
+
+status cuda_local_transport::group_end() {
+  if (!in_group_) return status::invalid_argument;
+  in_group_ = false;
+  // at most `slots` sends to one peer, or a slot would be posted twice before it is taken; the
+  // peers expect this group's messages, so a group refused here ends the world
+  for (const op& a : group_) {
+    if (!a.send) continue;
+    std::uint32_t same = 0;
+    for (const op& b : group_) same += b.send && b.peer == a.peer ? 1u : 0u;
+    if (same > world_->slots_) {
+      group_.clear();
+      abort(status::invalid_argument);
+      return status::invalid_argument;
+    }
+  }
+  const cuda_local_detail::device_scope on(device_);
+  if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
+  status s = status::success;
+  for (const op& o : group_)
+    if (o.send && s == status::success) s = post(o);
+  for (const op& o : group_)
+    if (!o.send && s == status::success) s = take(o);
+  for (const op& o : group_)
+    if (o.send && s == status::success) s = wait(o);
+  group_.clear();
+  if (s != status::success) abort(status::peer_failed);  // a half-enqueued group: the peers must not wait
+  return s;
+}
+
+status cuda_local_transport::async_error() { return world_->error_state(); }
+
+void cuda_local_transport::abort(status why) { world_->abort(why); }
+
+static_assert(is_device_transport_v<cuda_local_transport>, "cuda_local_transport must model the device transport");
+
+}  // namespace zipccl::transport

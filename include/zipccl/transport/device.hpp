@@ -1,0 +1,93 @@
+// zipccl: the device transport concept, what the device collectives need from a communicator.
+//
+// A device transport moves device byte ranges in stream order, as NCCL's point-to-point calls do.
+// Every member is a host call that only enqueues work on the given stream (no host wait, no
+// allocation), so the collectives built on it can be captured in a CUDA graph when the transport's
+// work can be. A device transport is any type with these members:
+//
+//   int rank() const;  int size() const;
+//   status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream);
+//   status recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream);
+//       buf is device memory that stays valid, and (send) unchanged, until the operation has
+//       completed in stream order. Between two ranks, messages are matched in the order they
+//       were enqueued; a receive of another size than the message is an error (below).
+//   status group_start();  status group_end();
+//       The sends and receives enqueued between them form one group: they may progress in any
+//       order, so a rank can send to one peer and receive from another in one step without
+//       deadlock (as ncclGroupStart / ncclGroupEnd). Outside a group, a send may not complete
+//       until its receiver has enqueued the matching receive. Groups do not nest.
+//   status async_error();
+//       success, or the error that has ended the communicator asynchronously (a peer that failed
+//       or aborted, a size that did not match). It never waits; a caller polls it.
+//   void abort(status why);
+//       ends the communicator on every rank: operations still pending and later ones complete
+//       without moving data, and async_error() reports an error on every rank.
+//
+// Calls return invalid_argument for a bad peer or a null buffer with a non-zero size, cuda_error
+// when enqueueing failed (cuda::last_error() tells why), peer_failed once the communicator has
+// ended. zipccl provides transport::cuda_local (N ranks as N streams of one process: the test bed
+// and simulator, cuda_local.cuh) and transport::nccl (a user's ncclComm_t, nccl.hpp);
+// examples/custom_device_transport.cu adapts a user's own communicator in a few dozen lines.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../error.hpp"
+
+namespace zipccl::transport {
+
+namespace detail {
+template <class T, class = void>
+struct is_device_transport : std::false_type {};
+template <class T>
+struct is_device_transport<
+    T, std::void_t<decltype(std::declval<const T&>().rank()), decltype(std::declval<const T&>().size()),
+                   decltype(std::declval<T&>().send(0, static_cast<const void*>(nullptr), std::uint64_t{},
+                                                    cudaStream_t{})),
+                   decltype(std::declval<T&>().recv(0, static_cast<void*>(nullptr), std::uint64_t{}, cudaStream_t{})),
+                   decltype(std::declval<T&>().group_start()), decltype(std::declval<T&>().group_end()),
+                   decltype(std::declval<T&>().async_error()), decltype(std::declval<T&>().abort(status::success))>>
+    : std::bool_constant<
+          std::is_same_v<decltype(std::declval<T&>().send(0, static_cast<const void*>(nullptr), std::uint64_t{},
+                                                          cudaStream_t{})),
+                         status> &&
+          std::is_same_v<decltype(std::declval<T&>().recv(0, static_cast<void*>(nullptr), std::uint64_t{},
+                                                          cudaStream_t{})),
+                         status> &&
+          std::is_same_v<decltype(std::declval<T&>().group_start()), status> &&
+          std::is_same_v<decltype(std::declval<T&>().group_end()), status> &&
+          std::is_same_v<decltype(std::declval<T&>().async_error()), status>> {};
+}  // namespace detail
+
+// Whether T models the device transport concept above.
+template <class T>
+inline constexpr bool is_device_transport_v = detail::is_device_transport<T>::value;
+
+// Holds a group open for its lifetime: group_start() now, group_end() when it goes (or at end(),
+// which returns group_end()'s status). An exception that unwinds through it still closes the group.
+template <class Transport>
+class group_guard {
+ public:
+  explicit group_guard(Transport& t) : t_(&t), open_(t.group_start() == status::success) {}
+  group_guard(const group_guard&) = delete;
+  group_guard& operator=(const group_guard&) = delete;
+  ~group_guard() {
+    if (open_) (void)t_->group_end();
+  }
+  bool opened() const { return open_; }
+  status end() {
+    if (!open_) return status::invalid_argument;
+    open_ = false;
+    return t_->group_end();
+  }
+
+ private:
+  Transport* t_;
+  bool open_;
+};
+
+}  // namespace zipccl::transport

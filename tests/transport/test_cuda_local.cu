@@ -1,0 +1,191 @@
+// transport::cuda_local (gpu): N ranks as N streams of one process. Messages arrive intact in
+// order, ring steps in groups never deadlock (one host thread per rank, or one for all), a size
+// that differs and an abort end every rank's waits with an error instead of a hang, the link model
+// holds a transfer for its time, and a rank's work captured in a CUDA graph replays.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include <zipccl/transport/cuda_local.cuh>
+
+#include "../support/cuda_test.cuh"
+
+using namespace zipccl;
+using transport::cuda_local_world;
+
+namespace {
+
+struct rank_state {
+  cudaStream_t stream = nullptr;
+  testing::device_buffer<std::uint8_t> out, in;
+  rank_state(std::size_t bytes, int r) : out(bytes), in(bytes) {
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    std::vector<std::uint8_t> v(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::uint8_t>(i * 7 + static_cast<std::size_t>(r) * 31);
+    out.put(v.data(), bytes);
+  }
+  ~rank_state() { cudaStreamDestroy(stream); }
+};
+
+// One ring step on rank r: send `out` to r + 1, receive r - 1's into `in`, as one group.
+status ring_step(transport::cuda_local_transport& t, rank_state& s, std::size_t bytes) {
+  const int n = t.size(), r = t.rank();
+  if (t.group_start() != status::success) return status::invalid_argument;
+  status a = t.send((r + 1) % n, s.out.p, bytes, s.stream);
+  status b = t.recv((r + n - 1) % n, s.in.p, bytes, s.stream);
+  const status c = t.group_end();
+  return a != status::success ? a : b != status::success ? b : c;
+}
+
+std::vector<std::uint8_t> expected_from(int r, std::size_t bytes) {
+  std::vector<std::uint8_t> v(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::uint8_t>(i * 7 + static_cast<std::size_t>(r) * 31);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("cuda_local: ring steps deliver every byte, one host thread per rank", "[gpu][cuda_local]") {
+  for (int n : {1, 2, 3, 4, 8}) {
+    for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3} << 20}) {
+      INFO(n << " ranks, " << bytes << " bytes");
+      cuda_local_world world(n);
+      std::vector<std::unique_ptr<rank_state>> st;
+      for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+      std::vector<status> got(static_cast<std::size_t>(n), status::success);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n; ++r)
+        threads.emplace_back([&, r] {
+          for (int step = 0; step < 3 && got[r] == status::success; ++step)
+            got[r] = ring_step(world.rank(r), *st[r], bytes);
+          if (got[r] == status::success && cudaStreamSynchronize(st[r]->stream) != cudaSuccess)
+            got[r] = status::cuda_error;
+        });
+      for (auto& th : threads) th.join();
+      for (int r = 0; r < n; ++r) {
+        CHECK(got[r] == status::success);
+        CHECK(world.rank(r).async_error() == status::success);
+        CHECK(st[r]->in.get(bytes) == expected_from((r + n - 1) % n, bytes));
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda_local: one host thread can drive every rank", "[gpu][cuda_local]") {
+  const int n = 4;
+  const std::size_t bytes = 1 << 16;
+  cuda_local_world world(n);
+  std::vector<std::unique_ptr<rank_state>> st;
+  for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+  for (int r = 0; r < n; ++r) REQUIRE(ring_step(world.rank(r), *st[r], bytes) == status::success);
+  for (int r = 0; r < n; ++r) REQUIRE(cudaStreamSynchronize(st[r]->stream) == cudaSuccess);
+  for (int r = 0; r < n; ++r) CHECK(st[r]->in.get(bytes) == expected_from((r + n - 1) % n, bytes));
+}
+
+TEST_CASE("cuda_local: a size that differs ends every rank with an error, never a hang", "[gpu][cuda_local]") {
+  const int n = 3;
+  cuda_local_world world(n);
+  std::vector<std::unique_ptr<rank_state>> st;
+  for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(4096, r));
+  for (int r = 0; r < n; ++r) {
+    auto& t = world.rank(r);
+    REQUIRE(t.group_start() == status::success);
+    REQUIRE(t.send((r + 1) % n, st[r]->out.p, r == 1 ? 4000 : 4096, st[r]->stream) == status::success);
+    REQUIRE(t.recv((r + n - 1) % n, st[r]->in.p, 4096, st[r]->stream) == status::success);
+    REQUIRE(t.group_end() == status::success);
+    // more steps after the failed one: they must end too (or be refused, once the error is seen)
+    const status later = ring_step(t, *st[r], 4096);
+    CHECK((later == status::success || later == status::peer_failed));
+  }
+  for (int r = 0; r < n; ++r) REQUIRE(cudaStreamSynchronize(st[r]->stream) == cudaSuccess);
+  for (int r = 0; r < n; ++r) CHECK(world.rank(r).async_error() == status::size_mismatch);
+  // the world is spent until reset(); later calls say so
+  CHECK(world.rank(0).send(1, st[0]->out.p, 16, st[0]->stream) == status::peer_failed);
+  world.reset();
+  for (int r = 0; r < n; ++r) REQUIRE(ring_step(world.rank(r), *st[r], 4096) == status::success);
+  for (int r = 0; r < n; ++r) REQUIRE(cudaStreamSynchronize(st[r]->stream) == cudaSuccess);
+  for (int r = 0; r < n; ++r) CHECK(st[r]->in.get(4096) == expected_from((r + n - 1) % n, 4096));
+}
+
+TEST_CASE("cuda_local: abort releases a receive whose sender never comes", "[gpu][cuda_local]") {
+  cuda_local_world world(2);
+  rank_state a(1024, 0);
+  REQUIRE(world.rank(0).recv(1, a.in.p, 1024, a.stream) == status::success);  // rank 1 never sends
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(cudaStreamQuery(a.stream) == cudaErrorNotReady);  // still waiting
+  world.rank(1).abort(status::peer_failed);
+  REQUIRE(cudaStreamSynchronize(a.stream) == cudaSuccess);
+  CHECK(world.rank(0).async_error() == status::peer_failed);
+}
+
+TEST_CASE("cuda_local: the link model holds a transfer for its time", "[gpu][cuda_local]") {
+  // 1 MiB over a 1 GB/s link with 100 us latency: at least about 1.15 ms
+  cuda_local_world world(2, transport::link_model{1e9, 100e-6});
+  const std::size_t bytes = 1 << 20;
+  rank_state a(bytes, 0), b(bytes, 1);
+  cudaEvent_t start, stop;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
+  REQUIRE(cudaEventRecord(start, b.stream) == cudaSuccess);
+  REQUIRE(world.rank(1).recv(0, b.in.p, bytes, b.stream) == status::success);
+  REQUIRE(cudaEventRecord(stop, b.stream) == cudaSuccess);
+  REQUIRE(world.rank(0).send(1, a.out.p, bytes, a.stream) == status::success);
+  REQUIRE(cudaStreamSynchronize(a.stream) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(b.stream) == cudaSuccess);
+  float ms = 0;
+  REQUIRE(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess);
+  CHECK(ms >= 1.1f);
+  CHECK(b.in.get(bytes) == expected_from(0, bytes));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+TEST_CASE("cuda_local: each rank's steps captured in a graph replay 100 times", "[gpu][cuda_local]") {
+  const int n = 3;
+  const std::size_t bytes = 1 << 14;
+  cuda_local_world world(n);
+  std::vector<std::unique_ptr<rank_state>> st;
+  for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+  std::vector<cudaGraphExec_t> exec(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    cudaGraph_t g;
+    REQUIRE(cudaStreamBeginCapture(st[r]->stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    const status s = ring_step(world.rank(r), *st[r], bytes);
+    REQUIRE(cudaStreamEndCapture(st[r]->stream, &g) == cudaSuccess);
+    REQUIRE(s == status::success);
+    REQUIRE(cudaGraphInstantiate(&exec[r], g, 0) == cudaSuccess);
+    cudaGraphDestroy(g);
+  }
+  for (int rep = 0; rep < 100; ++rep)
+    for (int r = 0; r < n; ++r) REQUIRE(cudaGraphLaunch(exec[r], st[r]->stream) == cudaSuccess);
+  for (int r = 0; r < n; ++r) REQUIRE(cudaStreamSynchronize(st[r]->stream) == cudaSuccess);
+  for (int r = 0; r < n; ++r) {
+    CHECK(world.rank(r).async_error() == status::success);
+    CHECK(st[r]->in.get(bytes) == expected_from((r + n - 1) % n, bytes));
+    cudaGraphExecDestroy(exec[r]);
+  }
+}
+
+TEST_CASE("cuda_local: bad arguments are invalid_argument", "[gpu][cuda_local]") {
+  cuda_local_world world(2);
+  rank_state a(16, 0);
+  auto& t = world.rank(0);
+  CHECK(t.send(2, a.out.p, 16, a.stream) == status::invalid_argument);
+  CHECK(t.recv(-1, a.in.p, 16, a.stream) == status::invalid_argument);
+  CHECK(t.send(1, nullptr, 16, a.stream) == status::invalid_argument);
+  CHECK(t.group_end() == status::invalid_argument);  // no group open
+  REQUIRE(t.group_start() == status::success);
+  CHECK(t.group_start() == status::invalid_argument);  // groups do not nest
+  REQUIRE(t.group_end() == status::success);
+  CHECK_THROWS_AS(cuda_local_world(0), zipccl::error);
+  CHECK(world.rank(0).async_error() == status::success);
+}
+
+int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }
