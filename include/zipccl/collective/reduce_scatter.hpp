@@ -66,18 +66,15 @@ namespace collective::detail {
 template <class E>
 void accumulate(std::uint8_t* dst, const std::uint8_t* a, const std::uint8_t* b, std::uint64_t n) {
   using bits = typename E::bits_type;
-  for (std::uint64_t i = 0; i < n; ++i) {
-    const float x = widen<E>(format::load_le<bits>(a + i * sizeof(bits)));
-    const float y = widen<E>(format::load_le<bits>(b + i * sizeof(bits)));
-    format::store_le<bits>(dst + i * sizeof(bits), narrow<E>(x + y));
-  }
+  for (std::uint64_t i = 0; i < n; ++i)
+    format::store_le<bits>(dst + i * sizeof(bits),
+                           add<E>(format::load_le<bits>(a + i * sizeof(bits)), format::load_le<bits>(b + i * sizeof(bits))));
 }
 template <class E>
 void divide(std::uint8_t* dst, std::uint64_t n, int ranks) {
   using bits = typename E::bits_type;
   for (std::uint64_t i = 0; i < n; ++i)
-    format::store_le<bits>(dst + i * sizeof(bits),
-                           narrow<E>(widen<E>(format::load_le<bits>(dst + i * sizeof(bits))) / static_cast<float>(ranks)));
+    format::store_le<bits>(dst + i * sizeof(bits), divide_by<E>(format::load_le<bits>(dst + i * sizeof(bits)), ranks));
 }
 }  // namespace collective::detail
 

@@ -186,6 +186,10 @@ class cuda_local_transport {
   inline status group_end();
   inline status async_error();
   inline void abort(status why);
+  // Optional member of the concept: a device-visible word that a kernel sets (atomicCAS from 0)
+  // to a status code to end the world from the device; the device collectives do so when the
+  // ranks' calls differ, so that no rank waits for a message that will never come.
+  inline int* device_error_word();
   int device() const { return device_; }
 
  private:
@@ -430,6 +434,8 @@ status cuda_local_transport::group_end() {
 status cuda_local_transport::async_error() { return world_->error_state(); }
 
 void cuda_local_transport::abort(status why) { world_->abort(why); }
+
+int* cuda_local_transport::device_error_word() { return world_->abort_; }
 
 static_assert(is_device_transport_v<cuda_local_transport>, "cuda_local_transport must model the device transport");
 

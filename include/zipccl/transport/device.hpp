@@ -23,6 +23,13 @@
 //       ends the communicator on every rank: operations still pending and later ones complete
 //       without moving data, and async_error() reports an error on every rank.
 //
+// Optional: int* device_error_word(). A device-visible int that a kernel may set (atomicCAS from 0)
+// to a status code to end the communicator from the device, with the effect of abort(). The
+// device collectives use it when the ranks' calls differ (counts, types, options): they learn it
+// on the device, and without this word the transfers that follow would still be enqueued and,
+// when the counts differ, could wait for messages that never come (with NCCL the caller then
+// ends the communicator: async_error() and abort()).
+//
 // Calls return invalid_argument for a bad peer or a null buffer with a non-zero size, cuda_error
 // when enqueueing failed (cuda::last_error() tells why), peer_failed once the communicator has
 // ended. zipccl provides transport::cuda_local (N ranks as N streams of one process: the test bed
@@ -62,6 +69,17 @@ struct is_device_transport<
           std::is_same_v<decltype(std::declval<T&>().group_end()), status> &&
           std::is_same_v<decltype(std::declval<T&>().async_error()), status>> {};
 }  // namespace detail
+
+namespace detail {
+template <class T, class = void>
+struct has_device_error_word : std::false_type {};
+template <class T>
+struct has_device_error_word<T, std::void_t<decltype(std::declval<T&>().device_error_word())>>
+    : std::is_same<decltype(std::declval<T&>().device_error_word()), int*> {};
+}  // namespace detail
+
+template <class T>
+inline constexpr bool has_device_error_word_v = detail::has_device_error_word<T>::value;
 
 // Whether T models the device transport concept above.
 template <class T>
