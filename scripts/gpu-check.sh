@@ -49,7 +49,8 @@ prefix=()
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   -DZIPCCL_BUILD_EXAMPLES=ON -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
   { tail -20 "$out/configure.log"; echo "gpu-check: configure failed"; exit 1; }
-targets=(test_cuda_codec test_cuda_chunk_codec test_cuda_block_codec test_cuda_context)
+targets=(test_cuda_codec test_cuda_chunk_codec test_cuda_block_codec test_cuda_context test_cuda_local
+  test_cuda_collectives)
 cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | head -20; echo "gpu-check: build failed"; exit 1; }
 note "build (sm_$arch)|ok|$(elapsed)"
@@ -63,6 +64,9 @@ elif ! cmake --build build-gpu -j "$(nproc)" --target test_cuda_subspace >>"$out
 fi
 cmake --build build-gpu -j "$(nproc)" --target zipccl_cuda_fused_sum >>"$out/build.log" 2>&1 ||
   note "build fused-sum example|FAIL|see build.log"
+# transport::nccl needs NCCL (in the CUDA toolkit directory on the development machine)
+cmake --build build-gpu -j "$(nproc)" --target test_nccl >>"$out/build.log" 2>&1 ||
+  note "build test_nccl|skip|NCCL not found or build failed (see build.log)"
 bench_built=0
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec >>"$out/build.log" 2>&1 && bench_built=1
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_subspace >>"$out/build.log" 2>&1 ||
@@ -91,6 +95,8 @@ for tool in memcheck racecheck initcheck synccheck; do
     fi
   done
 done
+# (the device collectives are not run under compute-sanitizer: it serialises kernels, and
+# cuda_local's ranks wait for each other's kernels on other streams)
 if [ -x build-gpu/bin/zipccl_cuda_fused_sum ]; then
   build-gpu/bin/zipccl_cuda_fused_sum >"$out/fused_sum.log" 2>&1 && note "example fused sum|pass|$(tail -1 "$out/fused_sum.log")" ||
     note "example fused sum|FAIL|see fused_sum.log"

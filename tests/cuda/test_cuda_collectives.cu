@@ -1,0 +1,418 @@
+// The device collectives (gpu) on transport::cuda_local, every rank a stream of one GPU, driven
+// from one host thread (the calls only enqueue): results bit-identical to the host collectives
+// and to the plain device path, for 1..8 ranks and sizes 0, 1, odd, segment boundaries and
+// 64 MiB; a compressed all_reduce captured in CUDA graphs and replayed 100 times; a corrupt
+// segment, mismatched counts and a segment over its wire budget give an error on every rank,
+// never a hang; send / recv; bad arguments.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <zipccl/collective.hpp>
+#include <zipccl/cuda/collective.cuh>
+#include <zipccl/transport/cuda_local.cuh>
+
+#include "../support/cuda_test.cuh"
+#include "../support/test_data.hpp"
+
+using namespace zipccl;
+using transport::cuda_local_transport;
+using transport::cuda_local_world;
+
+namespace {
+
+using device_codecs = std::tuple<codec<bf16, codebook::analytic_gaussian>, codec<fp16, codebook::histogram>,
+                                 codec<fp32, codebook::analytic_gaussian>>;
+
+// Every rank's stream, status word and workspace.
+struct ranks_on_gpu {
+  int n;
+  std::vector<cudaStream_t> streams;
+  status* statuses = nullptr;  // managed: n words
+  std::vector<std::unique_ptr<testing::device_buffer<std::uint8_t>>> ws;
+  explicit ranks_on_gpu(int ranks) : n(ranks), streams(static_cast<std::size_t>(ranks)) {
+    for (auto& s : streams) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    REQUIRE(cudaMallocManaged(&statuses, sizeof(status) * static_cast<std::size_t>(ranks)) == cudaSuccess);
+    for (int r = 0; r < ranks; ++r) statuses[r] = static_cast<status>(-1);
+  }
+  ~ranks_on_gpu() {
+    for (auto& s : streams) cudaStreamDestroy(s);
+    cudaFree(statuses);
+  }
+  void workspace(std::uint64_t bytes) {
+    ws.clear();
+    for (int r = 0; r < n; ++r) ws.emplace_back(new testing::device_buffer<std::uint8_t>(bytes ? bytes : 1));
+  }
+  // Waits for every stream, at most `seconds`: a hang is a failure, not a stuck test.
+  bool finish(double seconds = 60) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (auto& s : streams) {
+      cudaError_t e;
+      while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (e != cudaSuccess) return false;
+    }
+    return true;
+  }
+};
+
+template <class Codec>
+std::vector<typename Codec::bits_type> input_of(std::uint64_t n, int r) {
+  return testing::make_tensor<typename Codec::element_type>(n, 0.01 * (1 + r), testing::distribution::gaussian,
+                                                            1000 + static_cast<std::uint64_t>(r));
+}
+
+// The host collectives' answer (plain ring on transport::local): what every device path must give.
+template <class Codec>
+std::vector<std::vector<typename Codec::bits_type>> host_reference(int which, int n, std::uint64_t count, op reduction) {
+  using T = typename Codec::bits_type;
+  std::vector<std::vector<T>> out(static_cast<std::size_t>(n));
+  transport::local_world world(n);
+  world.run([&](transport::local_transport& t) {
+    const int r = t.rank();
+    collective_options opt;
+    if (which == 0) {  // all_gather
+      const auto in = input_of<Codec>(count, r);
+      out[r].resize(count * static_cast<std::uint64_t>(n));
+      REQUIRE(all_gather<Codec, strategy::never>(in.data(), out[r].data(), count, t, nullptr, 0, opt) == status::success);
+    } else if (which == 1) {  // reduce_scatter
+      const auto in = input_of<Codec>(count * static_cast<std::uint64_t>(n), r);
+      out[r].resize(count);
+      std::vector<std::uint8_t> ws(reduce_scatter_workspace<Codec, strategy::never>(count, opt));
+      REQUIRE(reduce_scatter<Codec, strategy::never>(in.data(), out[r].data(), count, reduction, t, ws.data(), ws.size(),
+                                                     opt) == status::success);
+    } else {  // all_reduce
+      const auto in = input_of<Codec>(count, r);
+      out[r].resize(count);
+      std::vector<std::uint8_t> ws(all_reduce_workspace<Codec, strategy::never>(count, n, opt));
+      REQUIRE(all_reduce<Codec, strategy::never>(in.data(), out[r].data(), count, reduction, t, ws.data(), ws.size(),
+                                                 opt) == status::success);
+    }
+  });
+  return out;
+}
+
+// Runs collective `which` (0 all_gather, 1 reduce_scatter, 2 all_reduce) on every rank of a
+// cuda_local world; returns every rank's output, and the statuses in g.statuses.
+template <class Codec, class Strategy>
+std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, std::uint64_t count, op reduction,
+                                                             const collective_options& opt, ranks_on_gpu& g,
+                                                             cuda_local_world& world) {
+  using T = typename Codec::bits_type;
+  const std::uint64_t in_count = which == 1 ? count * static_cast<std::uint64_t>(n) : count;
+  const std::uint64_t out_count = which == 0 ? count * static_cast<std::uint64_t>(n) : count;
+  const std::uint64_t ws_bytes = which == 0   ? zipccl::cuda::all_gather_workspace<Codec, Strategy>(count, n, opt)
+                                 : which == 1 ? zipccl::cuda::reduce_scatter_workspace<Codec, Strategy>(count, opt)
+                                              : zipccl::cuda::all_reduce_workspace<Codec, Strategy>(count, n, opt);
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    const auto v = input_of<Codec>(in_count, r);
+    in.emplace_back(new testing::device_buffer<T>(in_count + 1));
+    in.back()->put(v.data(), in_count);
+    out.emplace_back(new testing::device_buffer<T>(out_count + 1));
+  }
+  for (int r = 0; r < n; ++r) {
+    cuda_local_transport& t = world.rank(r);
+    status s;
+    if (which == 0)
+      s = zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, g.ws[r]->p, ws_bytes, &g.statuses[r],
+                                            g.streams[r], opt);
+    else if (which == 1)
+      s = zipccl::cuda::reduce_scatter<Codec, Strategy>(in[r]->p, out[r]->p, count, reduction, t, g.ws[r]->p, ws_bytes,
+                                                &g.statuses[r], g.streams[r], opt);
+    else
+      s = zipccl::cuda::all_reduce<Codec, Strategy>(in[r]->p, out[r]->p, count, reduction, t, g.ws[r]->p, ws_bytes,
+                                            &g.statuses[r], g.streams[r], opt);
+    REQUIRE(s == status::success);
+  }
+  REQUIRE(g.finish());
+  std::vector<std::vector<T>> res;
+  for (int r = 0; r < n; ++r) res.push_back(out[r]->get(out_count));
+  return res;
+}
+
+const char* name_of(int which) { return which == 0 ? "all_gather" : which == 1 ? "reduce_scatter" : "all_reduce"; }
+
+// A device transport adapter (the kind a user writes around their own communicator): rank `bad`
+// flips one byte in the middle of every message over 64 bytes it sends.
+struct corrupting_transport {
+  cuda_local_transport& inner;
+  int bad;
+  int rank() const { return inner.rank(); }
+  int size() const { return inner.size(); }
+  status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream);
+  status recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) { return inner.recv(peer, buf, bytes, stream); }
+  status group_start() { return inner.group_start(); }
+  status group_end() { return inner.group_end(); }
+  status async_error() { return inner.async_error(); }
+  void abort(status why) { inner.abort(why); }
+  int* device_error_word() { return inner.device_error_word(); }
+};
+__global__ void flip_kernel(std::uint8_t* p) { *p ^= 0x5A; }
+status corrupting_transport::send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) {
+  if (inner.rank() == bad && bytes > 64) {
+    flip_kernel<<<1, 1, 0, stream>>>(static_cast<std::uint8_t*>(const_cast<void*>(buf)) + bytes / 2);
+    if (cudaPeekAtLastError() != cudaSuccess) return status::cuda_error;
+  }
+  return inner.send(peer, buf, bytes, stream);
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("device collectives equal the host collectives and the plain device path, bit for bit",
+                        "[gpu][cuda_collective]", device_codecs) {
+  using T = typename TestType::bits_type;
+  collective_options opt;
+  opt.pipeline.segment_elems = 16384;  // two device chunks per segment: boundaries are cheap to hit
+  for (int n : {1, 2, 3, 4, 8}) {
+    for (std::uint64_t count : {0ull, 1ull, 12345ull, 16384ull, 16385ull, 3ull * 16384 - 1}) {
+      for (int which = 0; which < 3; ++which) {
+        for (op reduction : {op::sum, op::avg}) {
+          if (which == 0 && reduction == op::avg) continue;
+          INFO(name_of(which) << ", " << n << " ranks, count " << count << (reduction == op::avg ? ", avg" : ""));
+          ranks_on_gpu g(n);
+          cuda_local_world world(n);
+          const auto want = host_reference<TestType>(which, n, count, reduction);
+          const auto packed = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world);
+          for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
+          const auto plain = on_device<TestType, strategy::never>(which, n, count, reduction, opt, g, world);
+          for (int r = 0; r < n; ++r) {
+            CHECK(g.statuses[r] == status::success);
+            CHECK(packed[r] == want[r]);
+            CHECK(plain[r] == want[r]);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's", "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const int n = 8;
+  const std::uint64_t count = 32ull << 20;  // 64 MiB of bf16 per rank
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  const auto want = host_reference<C>(2, n, count, op::sum);
+  const auto got = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world);
+  for (int r = 0; r < n; ++r) {
+    CHECK(g.statuses[r] == status::success);
+    CHECK(got[r] == want[r]);
+  }
+}
+
+TEST_CASE("a compressed all_reduce captured in CUDA graphs replays 100 times with identical results",
+          "[gpu][cuda_collective][graph]") {
+  using C = codec<bf16, codebook::histogram>;
+  using T = C::bits_type;
+  const int n = 4;
+  const std::uint64_t count = 100000;
+  collective_options opt;
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    const auto v = input_of<C>(count, r);
+    in.emplace_back(new testing::device_buffer<T>(count));
+    in.back()->put(v.data(), count);
+    out.emplace_back(new testing::device_buffer<T>(count));
+  }
+  std::vector<cudaGraphExec_t> exec(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    cudaGraph_t graph;
+    REQUIRE(cudaStreamBeginCapture(g.streams[r], cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    const status s = zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
+                                         &g.statuses[r], g.streams[r], opt);
+    REQUIRE(cudaStreamEndCapture(g.streams[r], &graph) == cudaSuccess);
+    REQUIRE(s == status::success);
+    REQUIRE(cudaGraphInstantiate(&exec[r], graph, 0) == cudaSuccess);
+    cudaGraphDestroy(graph);
+  }
+  const auto want = host_reference<C>(2, n, count, op::sum);
+  for (int rep = 0; rep < 100; ++rep) {
+    for (int r = 0; r < n; ++r) REQUIRE(cudaGraphLaunch(exec[r], g.streams[r]) == cudaSuccess);
+    REQUIRE(g.finish());
+    if (rep % 33 == 0 || rep == 99)
+      for (int r = 0; r < n; ++r) {
+        CHECK(g.statuses[r] == status::success);
+        CHECK(out[r]->get(count) == want[r]);
+      }
+  }
+  for (auto& e : exec) cudaGraphExecDestroy(e);
+}
+
+TEST_CASE("a corrupt segment is an error on every rank, never a hang", "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 4;
+  const std::uint64_t count = 50000;
+  collective_options opt;
+  opt.codec.checksum = true;
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  std::vector<corrupting_transport> ts;
+  for (int r = 0; r < n; ++r) {
+    const auto v = input_of<C>(count, r);
+    in.emplace_back(new testing::device_buffer<T>(count));
+    in.back()->put(v.data(), count);
+    out.emplace_back(new testing::device_buffer<T>(count));
+    ts.push_back({world.rank(r), 2});
+  }
+  for (int r = 0; r < n; ++r)
+    REQUIRE(zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, ts[r], g.ws[r]->p, ws_bytes, &g.statuses[r],
+                                g.streams[r], opt) == status::success);
+  REQUIRE(g.finish());
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    CHECK(g.statuses[r] != status::success);
+  }
+  CHECK(g.statuses[3] == status::checksum_mismatch);  // rank 2's successor decodes the damage first
+}
+
+TEST_CASE("a count that differs on one rank is size_mismatch on every rank, never a hang", "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 4;
+  for (int which = 0; which < 3; ++which) {
+    INFO(name_of(which));
+    ranks_on_gpu g(n);
+    cuda_local_world world(n);
+    collective_options opt;
+    opt.pipeline.segment_elems = 16384;
+    const std::uint64_t big = 100000;
+    const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(big * n, n, opt) +
+                                   zipccl::cuda::all_gather_workspace<C>(big, n, opt) +
+                                   zipccl::cuda::reduce_scatter_workspace<C>(big, opt);
+    g.workspace(ws_bytes);
+    std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+    for (int r = 0; r < n; ++r) {
+      in.emplace_back(new testing::device_buffer<T>(big * n + 1));
+      out.emplace_back(new testing::device_buffer<T>(big * n + 1));
+      REQUIRE(cudaMemset(in.back()->p, 0, (big * n + 1) * sizeof(T)) == cudaSuccess);
+    }
+    for (int r = 0; r < n; ++r) {
+      const std::uint64_t count = r == 1 ? 40000 : 70000;  // other segment counts, not only sizes
+      status s;
+      if (which == 0)
+        s = zipccl::cuda::all_gather<C>(in[r]->p, out[r]->p, count, world.rank(r), g.ws[r]->p, ws_bytes, &g.statuses[r],
+                                g.streams[r], opt);
+      else if (which == 1)
+        s = zipccl::cuda::reduce_scatter<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
+                                    &g.statuses[r], g.streams[r], opt);
+      else
+        s = zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
+                                &g.statuses[r], g.streams[r], opt);
+      CHECK((s == status::success || s == status::peer_failed));  // the world may end while we enqueue
+    }
+    REQUIRE(g.finish(30));
+    for (int r = 0; r < n; ++r) {
+      INFO("rank " << r);
+      CHECK(g.statuses[r] == status::size_mismatch);
+    }
+  }
+}
+
+TEST_CASE("a segment over its wire budget is wire_overflow, never a wrong value", "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 3;
+  const std::uint64_t count = 40000;
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  collective_options opt;
+  const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(count, n, opt);
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    const auto v = r == 1 ? testing::random_bits<bf16>(count, 5) : input_of<C>(count, r);  // rank 1: noise
+    in.emplace_back(new testing::device_buffer<T>(count));
+    in.back()->put(v.data(), count);
+    out.emplace_back(new testing::device_buffer<T>(count * n));
+  }
+  for (int r = 0; r < n; ++r)
+    REQUIRE(zipccl::cuda::all_gather<C>(in[r]->p, out[r]->p, count, world.rank(r), g.ws[r]->p, ws_bytes, &g.statuses[r],
+                                g.streams[r], opt) == status::success);
+  REQUIRE(g.finish());
+  CHECK(g.statuses[1] == status::wire_overflow);  // the sender knows
+  CHECK(g.statuses[2] == status::wire_overflow);  // and so does the first receiver
+  CHECK(g.statuses[0] != status::success);
+}
+
+TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a mismatch on both ends",
+                        "[gpu][cuda_collective]", device_codecs) {
+  using T = typename TestType::bits_type;
+  collective_options opt;
+  for (std::uint64_t count : {0ull, 1ull, 100001ull}) {
+    INFO("count " << count);
+    ranks_on_gpu g(2);
+    cuda_local_world world(2);
+    const std::uint64_t ws_bytes = zipccl::cuda::send_recv_workspace<TestType>(count + 1, opt);
+    g.workspace(ws_bytes);
+    const auto v = input_of<TestType>(count, 0);
+    testing::device_buffer<T> a(count + 1), b(count + 1);
+    a.put(v.data(), count);
+    REQUIRE(zipccl::cuda::send<TestType>(a.p, count, 1, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], g.streams[0], opt) ==
+            status::success);
+    REQUIRE(zipccl::cuda::recv<TestType>(b.p, count, 0, world.rank(1), g.ws[1]->p, ws_bytes, &g.statuses[1], g.streams[1], opt) ==
+            status::success);
+    REQUIRE(g.finish());
+    CHECK(g.statuses[0] == status::success);
+    CHECK(g.statuses[1] == status::success);
+    CHECK(b.get(count) == v);
+    // another count on the receiving end
+    const status s0 = zipccl::cuda::send<TestType>(a.p, count, 1, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                           g.streams[0], opt);
+    const status s1 = zipccl::cuda::recv<TestType>(b.p, count + 1, 0, world.rank(1), g.ws[1]->p, ws_bytes, &g.statuses[1],
+                                           g.streams[1], opt);
+    CHECK((s0 == status::success || s0 == status::peer_failed));
+    CHECK((s1 == status::success || s1 == status::peer_failed));
+    REQUIRE(g.finish(30));
+    CHECK(g.statuses[0] == status::size_mismatch);
+    CHECK(g.statuses[1] == status::size_mismatch);
+  }
+}
+
+TEST_CASE("device collectives refuse bad arguments and abort the transport", "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  ranks_on_gpu g(2);
+  cuda_local_world world(2);
+  collective_options opt;
+  const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(1000, 2, opt);
+  g.workspace(ws_bytes);
+  testing::device_buffer<std::uint16_t> a(2000);
+  CHECK(zipccl::cuda::all_gather<C>(nullptr, a.p, 1000, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], g.streams[0],
+                            opt) == status::invalid_argument);
+  CHECK(world.rank(1).async_error() == status::invalid_argument);  // the peer hears of it
+  world.reset();
+  CHECK(zipccl::cuda::all_gather<C>(a.p, a.p + 1000, 1000, world.rank(0), g.ws[0]->p, ws_bytes - 1, &g.statuses[0],
+                            g.streams[0], opt) == status::invalid_argument);
+  world.reset();
+  CHECK(zipccl::cuda::all_gather<C>(a.p, a.p + 1000, 1000, world.rank(0), g.ws[0]->p, ws_bytes, nullptr, g.streams[0], opt) ==
+        status::invalid_argument);
+  world.reset();
+  CHECK(zipccl::cuda::send<C>(a.p, 10, 0, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], g.streams[0], opt) ==
+        status::invalid_argument);  // to itself
+  collective_options bad = opt;
+  bad.device_wire.spill_permille = 5000;
+  world.reset();
+  CHECK(zipccl::cuda::all_gather<C>(a.p, a.p + 1000, 1000, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], g.streams[0],
+                            bad) == status::invalid_argument);
+}
+
+int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }
