@@ -65,8 +65,10 @@ fi
 cmake --build build-gpu -j "$(nproc)" --target zipccl_cuda_fused_sum >>"$out/build.log" 2>&1 ||
   note "build fused-sum example|FAIL|see build.log"
 # transport::nccl needs NCCL (in the CUDA toolkit directory on the development machine)
-cmake --build build-gpu -j "$(nproc)" --target test_nccl >>"$out/build.log" 2>&1 ||
-  note "build test_nccl|skip|NCCL not found or build failed (see build.log)"
+cmake --build build-gpu -j "$(nproc)" --target test_nccl zipccl_nccl_all_reduce >>"$out/build.log" 2>&1 ||
+  note "build NCCL test and example|skip|NCCL not found or build failed (see build.log)"
+cmake --build build-gpu -j "$(nproc)" --target zipccl_custom_device_transport >>"$out/build.log" 2>&1 ||
+  note "build custom device transport example|FAIL|see build.log"
 bench_built=0
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec >>"$out/build.log" 2>&1 && bench_built=1
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_subspace >>"$out/build.log" 2>&1 ||
@@ -97,6 +99,12 @@ for tool in memcheck racecheck initcheck synccheck; do
 done
 # (the device collectives are not run under compute-sanitizer: it serialises kernels, and
 # cuda_local's ranks wait for each other's kernels on other streams)
+for ex in zipccl_custom_device_transport zipccl_nccl_all_reduce; do
+  if [ -x build-gpu/bin/$ex ]; then
+    timeout 120 build-gpu/bin/$ex >"$out/$ex.log" 2>&1 && note "example $ex|pass|$(tail -1 "$out/$ex.log")" ||
+      note "example $ex|FAIL|see $ex.log"
+  fi
+done
 if [ -x build-gpu/bin/zipccl_cuda_fused_sum ]; then
   build-gpu/bin/zipccl_cuda_fused_sum >"$out/fused_sum.log" 2>&1 && note "example fused sum|pass|$(tail -1 "$out/fused_sum.log")" ||
     note "example fused sum|FAIL|see fused_sum.log"

@@ -9,6 +9,11 @@
 // calls ncclCommAbort, which ends (and frees) it on this rank, as NCCL's own error handling does;
 // the user then must not destroy it again, and later calls on the wrapper return peer_failed.
 //
+// Use one thread per communicator (or one process per GPU), and never call a zipccl collective
+// inside your own ncclGroupStart / ncclGroupEnd: a collective enqueues its kernels between its
+// transfers, and an enclosing group would hold the transfers back until the group ends, after
+// the kernels that need their data (examples/nccl_all_reduce.cu).
+//
 // Byte ranges travel as ncclUint8. NCCL needs the same count on both ends of a transfer; the
 // device collectives guarantee it (every message size follows from the counts, and the ranks
 // check their counts first). A failure of an NCCL call is status::cuda_error with the
