@@ -70,7 +70,8 @@ cmake --build build-gpu -j "$(nproc)" --target test_nccl zipccl_nccl_all_reduce 
 cmake --build build-gpu -j "$(nproc)" --target zipccl_custom_device_transport >>"$out/build.log" 2>&1 ||
   note "build custom device transport example|FAIL|see build.log"
 bench_built=0
-cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec >>"$out/build.log" 2>&1 && bench_built=1
+cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec bench_cuda_collectives >>"$out/build.log" 2>&1 &&
+  bench_built=1
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_subspace >>"$out/build.log" 2>&1 ||
   note "build subspace benchmark|FAIL|see build.log"
 
@@ -123,6 +124,9 @@ fi
 if [ $bench_built = 1 ]; then
   timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
     >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
+  timeout 150 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
+    --benchmark_out="$out/bench_collectives.json" --benchmark_out_format=json >"$out/bench_collectives.log" 2>&1 &&
+    note "collective benchmarks|ran|bench_collectives.log" || note "collective benchmarks|FAIL|see bench_collectives.log"
   if [ -x build-gpu/bin/bench_cuda_subspace ]; then
     timeout 120 build-gpu/bin/bench_cuda_subspace --benchmark_counters_tabular=true \
       --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$out/bench_subspace.log" 2>&1 &&
