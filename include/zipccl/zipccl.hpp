@@ -11,6 +11,7 @@
 #include "codec/chunk_codec.hpp"
 #include "codec/codec.hpp"
 #include "collective.hpp"
+#include "communicator.hpp"
 #include "config.hpp"
 #include "element.hpp"
 #include "error.hpp"

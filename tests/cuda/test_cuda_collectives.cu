@@ -18,6 +18,7 @@
 
 #include <zipccl/collective.hpp>
 #include <zipccl/cuda/collective.cuh>
+#include <zipccl/cuda/communicator.cuh>
 #include <zipccl/transport/cuda_local.cuh>
 
 #include "../support/cuda_test.cuh"
@@ -413,6 +414,42 @@ TEST_CASE("device collectives refuse bad arguments and abort the transport", "[g
   world.reset();
   CHECK(zipccl::cuda::all_gather<C>(a.p, a.p + 1000, 1000, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], g.streams[0],
                             bad) == status::invalid_argument);
+}
+
+TEST_CASE("a device communicator grows its workspace, reports through result(), and refuses to grow in a capture",
+          "[gpu][cuda_collective][communicator]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 3;
+  const std::uint64_t count = 70000;
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  using comm_t = communicator<C, strategy::always, cuda_local_transport>;
+  std::vector<std::unique_ptr<comm_t>> comms;
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    comms.emplace_back(new comm_t(world.rank(r)));
+    const auto v = input_of<C>(count, r);
+    in.emplace_back(new testing::device_buffer<T>(count));
+    in.back()->put(v.data(), count);
+    out.emplace_back(new testing::device_buffer<T>(count));
+  }
+  // a capture before any call: the workspace would have to grow inside it
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamBeginCapture(g.streams[0], cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  CHECK(comms[0]->all_reduce(in[0]->p, out[0]->p, count, op::sum, g.streams[0]) == status::invalid_argument);
+  (void)cudaStreamEndCapture(g.streams[0], &graph);
+  if (graph) cudaGraphDestroy(graph);
+  world.reset();  // the refusal aborted the world
+  for (int r = 0; r < n; ++r)
+    REQUIRE(comms[r]->all_reduce(in[r]->p, out[r]->p, count, op::sum, g.streams[r]) == status::success);
+  REQUIRE(g.finish());
+  const auto want = host_reference<C>(2, n, count, op::sum);
+  for (int r = 0; r < n; ++r) {
+    CHECK(comms[r]->result() == status::success);
+    CHECK(comms[r]->workspace_bytes() >= zipccl::cuda::all_reduce_workspace<C>(count, n));
+    CHECK(out[r]->get(count) == want[r]);
+  }
 }
 
 int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }
