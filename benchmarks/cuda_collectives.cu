@@ -13,6 +13,8 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include <chrono>
 #include <map>
 #include <memory>
@@ -140,6 +142,8 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // 8 ranks on one GPU: a hardware queue each (before the first CUDA call; cuda_local.cuh)
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: nothing to measure\n");

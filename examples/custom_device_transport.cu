@@ -9,6 +9,8 @@
 // against the plain one.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
 #include <cstdio>
 #include <vector>
 
@@ -51,6 +53,8 @@ struct engine_transport {
 static_assert(zipccl::transport::is_device_transport_v<engine_transport>);
 
 int main() {
+  // 8 ranks on one GPU: a hardware queue each (before the first CUDA call; cuda_local.cuh)
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: nothing to run\n");

@@ -612,3 +612,54 @@ TEST_CASE("send to oneself is invalid_argument", "[collective][host]") {
   auto t = world.transport(0);
   CHECK(send<C, strategy::never>(x, 4, 0, t, nullptr, 0) == status::invalid_argument);
 }
+
+TEST_CASE("an in-place reduce_scatter (recvbuff inside sendbuff) is invalid_argument, not wrong sums", "[collective][host]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  for (bool packed : {false, true}) {
+    local_world world(3, {}, test_timeout);
+    std::vector<status> st(3, status::success);
+    world.run([&](local_transport& t) {
+      auto buf = input<C>(t.rank(), 3 * 5000);
+      const auto opt = small_chunks();
+      std::vector<std::uint8_t> ws(reduce_scatter_workspace<C, strategy::always>(5000, opt));
+      std::uint16_t* mine = buf.data() + 5000 * t.rank();  // NCCL's in-place convention
+      st[static_cast<std::size_t>(t.rank())] =
+          packed ? reduce_scatter<C, strategy::always>(buf.data(), mine, 5000, op::sum, t, ws.data(), ws.size(), opt)
+                 : reduce_scatter<C, strategy::never>(buf.data(), mine, 5000, op::sum, t, ws.data(), ws.size(), opt);
+    });
+    INFO((packed ? "compressed" : "plain"));
+    for (status s : st) CHECK(s != status::success);
+    CHECK(st[0] == status::invalid_argument);
+  }
+}
+
+TEST_CASE("sums that make a NaN give the canonical NaN on every path", "[collective][host]") {
+  // +inf + -inf, and NaNs of other signs and payloads: x86 keeps payloads, GPUs make their own;
+  // the reductions give the type's canonical quiet NaN either way
+  using C = codec<bf16, codebook::histogram>;
+  const std::uint64_t count = 4096;
+  std::vector<std::vector<std::uint16_t>> out[2];
+  for (int path = 0; path < 2; ++path) {
+    local_world world(2, {}, test_timeout);
+    out[path].assign(2, std::vector<std::uint16_t>(count));
+    std::vector<status> st(2, status::success);
+    world.run([&](local_transport& t) {
+      auto in = input<C>(t.rank(), count);
+      in[10] = t.rank() == 0 ? 0x7F80 : 0xFF80;  // +inf, -inf
+      in[11] = t.rank() == 0 ? 0xFFC1 : 0x3F80;  // a negative NaN with a payload, 1.0
+      const auto opt = small_chunks();
+      std::vector<std::uint8_t> ws(all_reduce_workspace<C, strategy::always>(count, 2, opt));
+      st[static_cast<std::size_t>(t.rank())] =
+          path ? all_reduce<C, strategy::always>(in.data(), out[path][t.rank()].data(), count, op::sum, t, ws.data(),
+                                                 ws.size(), opt)
+               : all_reduce<C, strategy::never>(in.data(), out[path][t.rank()].data(), count, op::sum, t, ws.data(),
+                                                ws.size(), opt);
+    });
+    for (status s : st) REQUIRE(s == status::success);
+    for (int r = 0; r < 2; ++r) {
+      CHECK(out[path][r][10] == 0x7FC0);
+      CHECK(out[path][r][11] == 0x7FC0);
+    }
+  }
+  CHECK(out[0] == out[1]);
+}

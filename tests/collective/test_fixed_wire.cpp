@@ -28,8 +28,10 @@ TEST_CASE("the fixed-size wire's sizes follow from the count and budget alone", 
   CHECK(F::spill_bytes(1000, 40) == 48);    // 40 -> 48
   CHECK(F::spill_bytes(262144, 40) == 10496);  // ceil(10485.76) = 10486 -> 10496
   CHECK(F::spill_bytes(1000, 0) == 0);
-  // no intermediate overflow for absurd counts
-  CHECK(F::spill_bytes(~0ull / 2, 4000) == format::align_up((~0ull / 2) / 1000 * 4000 + (((~0ull / 2) % 1000) * 4000 + 999) / 1000, 16));
+  // exact far past any message: m = 10^15 + 1 elements at 4000 per mille is 4 * 10^15 + 4 bytes,
+  // rounded up to 16 (hand computed; no intermediate product wraps)
+  CHECK(F::spill_bytes(1000000000000001ull, 4000) == 4000000000000016ull);
+  CHECK(F::spill_bytes(1000000000000001ull, 1) == 1000000000016ull);  // ceil(10^12 + 0.001), to 16
   CHECK(F::segment_bytes(8192, 8192, 40) == 16 + wire<C>::fixed_bytes(8192, 8192) + F::spill_bytes(8192, 40));
   CHECK(F::segment_bytes(0, 8192, 40) == 16);
   // the tag: type in the top byte, the overflow bit, the index
@@ -122,10 +124,15 @@ TEST_CASE("a damaged or mismatched fixed-size segment is an error", "[collective
   bad = seg;
   bad[16 + 16 + 5] ^= 0x10;  // a plane bit of the first chunk, with whole-chunk checks on
   CHECK(F::decode_into(bad.data(), m, chunk, true, 9000, 1, 40, out.data(), scratch.data()) != status::success);
+  // escape counts each valid for its chunk, but together more tail than the spill area holds
+  // (5000 elements at 40 per mille: 208 bytes; chunks of 1024 allow up to 624 escapes each)
   bad = seg;
-  // an escape count that claims more tail than the budget holds
-  format::store_le<std::uint32_t>(bad.data() + 16 + format::chunk_escapes_field, 1000);
-  CHECK(F::open(bad.data(), m, chunk, 9000, 1, 40, &used) != status::success);
+  for (std::uint64_t j = 0; j < 4; ++j) {
+    std::uint8_t* h = bad.data() + 16 + j * wire<C>::chunk_fixed(chunk);
+    REQUIRE(format::read_chunk_header(h).mode == format::chunk_mode::coded);
+    format::store_le<std::uint32_t>(h + format::chunk_escapes_field, 100);
+  }
+  CHECK(F::open(bad.data(), m, chunk, 9000, 1, 40, &used) == status::corrupt);
 }
 
 namespace {

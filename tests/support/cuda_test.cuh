@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -32,8 +33,11 @@ struct device_buffer {
   }
 };
 
-// Runs the Catch2 session, or exits with 77 (ctest's skip code here) when there is no GPU.
+// Runs the Catch2 session, or exits with 77 (ctest's skip code here) when there is no GPU. Asks
+// for 32 hardware queues per GPU before the first CUDA call (unless the environment says
+// otherwise), so that transport::cuda_local can hold up to 32 ranks on one GPU.
 inline int run_gpu_tests(int argc, char** argv) {
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: skipped\n");

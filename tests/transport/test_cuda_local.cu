@@ -114,6 +114,29 @@ TEST_CASE("cuda_local: a size that differs ends every rank with an error, never 
   for (int r = 0; r < n; ++r) CHECK(st[r]->in.get(4096) == expected_from((r + n - 1) % n, 4096));
 }
 
+TEST_CASE("cuda_local: after an abort a sender still waits for a copy under way, and withdraws one not taken",
+          "[gpu][cuda_local]") {
+  // 64 MiB over a 10 GB/s link: the copy and its hold take milliseconds; the abort comes
+  // meanwhile, and the sender's stream must not go on (and free its buffer) before the copy ends
+  cuda_local_world world(2, transport::link_model{10e9, 0});
+  const std::size_t bytes = 64u << 20;
+  rank_state a(bytes, 0), b(bytes, 1);
+  REQUIRE(world.rank(1).recv(0, b.in.p, bytes, b.stream) == status::success);
+  REQUIRE(world.rank(0).send(1, a.out.p, bytes, a.stream) == status::success);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  world.abort(status::peer_failed);
+  REQUIRE(cudaStreamSynchronize(a.stream) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(b.stream) == cudaSuccess);
+  // a send nobody receives: withdrawn once the world has ended
+  world.reset();
+  REQUIRE(world.rank(0).send(1, a.out.p, 64, a.stream) == status::success);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(cudaStreamQuery(a.stream) == cudaErrorNotReady);
+  world.abort(status::peer_failed);
+  REQUIRE(cudaStreamSynchronize(a.stream) == cudaSuccess);
+  CHECK(world.rank(0).async_error() == status::peer_failed);
+}
+
 TEST_CASE("cuda_local: abort releases a receive whose sender never comes", "[gpu][cuda_local]") {
   cuda_local_world world(2);
   rank_state a(1024, 0);
@@ -181,10 +204,17 @@ TEST_CASE("cuda_local: bad arguments are invalid_argument", "[gpu][cuda_local]")
   CHECK(t.recv(-1, a.in.p, 16, a.stream) == status::invalid_argument);
   CHECK(t.send(1, nullptr, 16, a.stream) == status::invalid_argument);
   CHECK(t.group_end() == status::invalid_argument);  // no group open
+  CHECK(t.send(1, a.out.p, 16, nullptr) == status::invalid_argument);  // the legacy default stream
+  cudaStream_t blocking;
+  REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
+  CHECK(t.send(1, a.out.p, 16, blocking) == status::invalid_argument);  // waits for the legacy stream
+  cudaStreamDestroy(blocking);
+  CHECK(t.send(0, a.out.p, 16, a.stream) == status::invalid_argument);  // to itself, outside a group
   REQUIRE(t.group_start() == status::success);
   CHECK(t.group_start() == status::invalid_argument);  // groups do not nest
   REQUIRE(t.group_end() == status::success);
   CHECK_THROWS_AS(cuda_local_world(0), zipccl::error);
+  CHECK_THROWS_AS(cuda_local_world(33), zipccl::error);  // more ranks than hardware queues on one GPU
   CHECK(world.rank(0).async_error() == status::success);
 }
 

@@ -3,7 +3,8 @@
 //   reduce_scatter<Codec, Strategy>(sendbuff, recvbuff, recvcount, op, transport, workspace, bytes)
 //
 // sendbuff holds size() blocks of recvcount elements; rank r receives the reduction (sum or
-// average) of every rank's block r. Each ring hop reduces a received partial result with the local
+// average) of every rank's block r; with more than one rank, recvbuff must not overlap sendbuff
+// (invalid_argument). Each ring hop reduces a received partial result with the local
 // block as narrow(widen(received) + widen(local)) in float, whichever path carried it; the
 // compressed path is lossless, so it gives bit-identical results to the plain one. Averages divide
 // by size() once, at the end.
@@ -201,7 +202,10 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
     const auto* send = static_cast<const std::uint8_t*>(sendbuff);
     auto* acc = static_cast<std::uint8_t*>(recvbuff);
     const std::uint64_t need = reduce_scatter_workspace<Codec, Strategy>(recvcount, opt);
-    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || !valid_options(opt) ||
+    // every hop writes the partial result into recvbuff: it must not overlap an input block (as
+    // NCCL's in-place reduce_scatter, recvbuff == sendbuff + r * recvcount, would)
+    const bool overlap = n > 1 && block != 0 && acc < send + block * static_cast<std::uint64_t>(n) && send < acc + block;
+    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || overlap || !valid_options(opt) ||
         workspace_bytes < need || (workspace == nullptr && need != 0))
       return fail(t, status::invalid_argument);
     if (n == 1) {

@@ -20,9 +20,12 @@
 // 24-byte messages), and on the call itself at the start (collective, element type, path, count,
 // sizes, checksums, reduction, budget): calls that differ give size_mismatch on every rank, and a
 // transport with a device error word (cuda_local) is ended so that no rank waits for a message
-// that will not come. The host return value says whether the work was enqueued: invalid_argument
-// for bad arguments (the transport is then aborted, as the other ranks may be waiting),
-// cuda_error (cuda::last_error() says why), or the transport's error.
+// that will not come (transport::nccl has none: there, calls whose counts differ can wait until
+// the application's watchdog aborts, as with NCCL itself; see nccl.hpp). The host return value
+// says whether the work was enqueued: invalid_argument for bad arguments (the transport is then
+// aborted, as the other ranks may be waiting), cuda_error (cuda::last_error() says why), or the
+// transport's error. The workspace may start at any address (the sizes include the slack to
+// align it); a reduce_scatter's recvbuff must not overlap its sendbuff (more than one rank).
 //
 // The schedule is the host collectives' (collective/schedule.hpp): ring all_gather, ring
 // reduce_scatter (each hop decodes, reduces and re-encodes in one fused kernel), all_reduce as
@@ -63,10 +66,16 @@ struct layout {
 };
 inline std::uint64_t up(std::uint64_t v) { return (v + temp_align - 1) / temp_align * temp_align; }
 
+static_assert(default_tuning::chunk_elems == zipccl::collective::detail::device_chunk_elems,
+              "the fixed-size wire's helpers assume the default tuning's chunk");
+
+inline std::uint64_t segment_elems(const collective_options& opt) {
+  return zipccl::collective::detail::device_segment_elems(opt.pipeline.segment_elems);
+}
+
 template <class Codec, class Tuning>
 detail::wire_geometry<Codec> geometry(std::uint64_t count, const collective_options& opt) {
-  return detail::wire_geometry<Codec>(count, Tuning::chunk_elems, opt.pipeline.segment_elems,
-                                      opt.device_wire.spill_permille);
+  return detail::wire_geometry<Codec>(count, Tuning::chunk_elems, segment_elems(opt), opt.device_wire.spill_permille);
 }
 
 // plain_bytes: the plain path's extra block; packed: whether the compressed path's areas are needed;
@@ -95,6 +104,16 @@ layout make_layout(std::uint64_t count, const collective_options& opt, bool pack
   at += up(plain_bytes);
   l.total = at;
   return l;
+}
+
+// The caller's workspace at any address: aligned to temp_align, as the size functions' slack allows.
+inline bool align_workspace(void*& ws, std::uint64_t& bytes, std::uint64_t need) {
+  if (ws == nullptr) return false;
+  const detail::aligned_temp a = detail::align_temp(ws, static_cast<std::size_t>(bytes), static_cast<std::size_t>(need));
+  if (!a.fits) return false;
+  bytes -= static_cast<std::uint64_t>(a.base - static_cast<std::uint8_t*>(ws));
+  ws = a.base;
+  return true;
 }
 
 inline bool options_ok(const collective_options& opt) {
@@ -167,17 +186,19 @@ struct call {
       s = cuda::detail::launch("cuda collective: agree close", dim3(1), dim3(32), stream, detail::agree_close_kernel<>,
                                static_cast<const detail::agreement_words*>(words),
                                static_cast<const unsigned long long*>(key), static_cast<const int*>(error_word(t)),
-                               status_dev);
+                               status_dev, status::success);
     return s;
   }
   // A failure while enqueueing: the peers may already wait on this rank, so the transport is
-  // aborted; the outcome still goes to *status_dev when the last kernel can be launched.
+  // aborted; the outcome still goes to *status_dev when the last kernel can be launched: this
+  // rank's own failure (invalid_argument, cuda_error), or, when the transport refused because its
+  // world had ended, what the device knows (size_mismatch or peer_failed).
   status fail(status s) {
     t.abort(s);
     (void)cuda::detail::launch("cuda collective: agree close", dim3(1), dim3(32), stream, detail::agree_close_kernel<>,
                                static_cast<const detail::agreement_words*>(words),
                                static_cast<const unsigned long long*>(key), static_cast<const int*>(error_word(t)),
-                               status_dev);
+                               status_dev, s == status::invalid_argument || s == status::cuda_error ? s : status::success);
     return s;
   }
   status copy(void* dst, const void* src, std::uint64_t bytes) {
@@ -199,17 +220,6 @@ call<Transport> make_call(Transport& t, void* workspace, const layout& l, status
   auto* base = static_cast<std::uint8_t*>(workspace) + l.ctrl;
   return {t, stream, reinterpret_cast<detail::agreement_words*>(base),
           reinterpret_cast<unsigned long long*>(base + sizeof(detail::agreement_words)), status_dev};
-}
-
-// The steps of one ring item group (all segments of one step), checked against the schedule:
-// the device executor moves a step's segments as one contiguous transfer of the block's wire.
-inline bool whole_steps(const zipccl::collective::schedule& sched) {
-  const std::uint64_t S = sched.segments();
-  for (std::uint64_t i = 0; i < sched.items(); ++i) {
-    const zipccl::collective::step st = sched.at(i);
-    if (st.segment != i % S || st.hop != static_cast<int>(i / S)) return false;
-  }
-  return true;
 }
 
 template <class Codec, class Tuning>
@@ -259,7 +269,7 @@ std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collect
   (void)ranks;
   return zipccl::collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
     constexpr bool packed = std::is_same_v<decltype(path), strategy::always>;
-    return collective_detail::make_layout<Codec, Tuning>(count, opt, packed, false, 0).total;
+    return detail::with_align_slack(collective_detail::make_layout<Codec, Tuning>(count, opt, packed, false, 0).total);
   });
 }
 
@@ -267,9 +277,9 @@ template <class Codec, class Strategy = strategy::always, class Tuning = default
 std::uint64_t reduce_scatter_workspace(std::uint64_t recvcount, const collective_options& opt = {}) {
   return zipccl::collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
     constexpr bool packed = std::is_same_v<decltype(path), strategy::always>;
-    return collective_detail::make_layout<Codec, Tuning>(recvcount, opt, packed, true,
-                                                         packed ? 0 : recvcount * Codec::element_size)
-        .total;
+    return detail::with_align_slack(collective_detail::make_layout<Codec, Tuning>(
+                                        recvcount, opt, packed, true, packed ? 0 : recvcount * Codec::element_size)
+                                        .total);
   });
 }
 
@@ -280,7 +290,7 @@ std::uint64_t all_reduce_workspace(std::uint64_t count, int ranks, const collect
   const std::uint64_t padded = collective_detail::up(per * static_cast<std::uint64_t>(ranks) * Codec::element_size);
   const std::uint64_t rs = reduce_scatter_workspace<Codec, Strategy, Tuning>(per, opt);
   const std::uint64_t ag = all_gather_workspace<Codec, Strategy, Tuning>(per, ranks, opt);
-  return 2 * padded + collective_detail::up(per * Codec::element_size) + (rs > ag ? rs : ag);
+  return detail::with_align_slack(2 * padded + collective_detail::up(per * Codec::element_size) + (rs > ag ? rs : ag));
 }
 
 template <class Codec, class Strategy = strategy::always, class Tuning = default_tuning>
@@ -294,21 +304,21 @@ template <class Codec, class Strategy, class Tuning, class Transport>
 status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count, Transport& t, void* workspace,
                       std::uint64_t workspace_bytes, const collective_options& opt,
                       const typename Codec::codebook_type& cb, status* status_dev, cudaStream_t stream, bool open,
-                      bool close) {
+                      bool close, std::uint64_t stage0 = 0) {
   if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
     return zipccl::collective::detail::on_path<Strategy>(
         [&] { return opt.model.all_gather(count * Codec::element_size, t.size()).compress; },
         [&](auto path) {
           return all_gather_run<Codec, decltype(path), Tuning>(sendbuff, recvbuff, count, t, workspace, workspace_bytes,
-                                                               opt, cb, status_dev, stream, open, close);
+                                                               opt, cb, status_dev, stream, open, close, stage0);
         });
   } else {
     constexpr bool packed = std::is_same_v<Strategy, strategy::always>;
     const int n = t.size(), r = t.rank();
     const std::uint64_t block = count * Codec::element_size;
     const layout l = make_layout<Codec, Tuning>(count, opt, packed, false, 0);
-    if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || workspace == nullptr ||
-        workspace_bytes < l.total || status_dev == nullptr || !options_ok(opt) || n < 1) {
+    if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
+        !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1) {
       t.abort(status::invalid_argument);
       return status::invalid_argument;
     }
@@ -321,9 +331,8 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
                                                                    device_settings<Tuning>(opt)));
     if (s == status::success) s = c.copy(recv + static_cast<std::uint64_t>(r) * block, sendbuff, block);
     const zipccl::collective::schedule sched = zipccl::collective::schedule::ring_all_gather(
-        r, n, zipccl::collective::segmentation(count, Tuning::chunk_elems, opt.pipeline.segment_elems));
+        r, n, zipccl::collective::segmentation(count, Tuning::chunk_elems, segment_elems(opt)));
     const std::uint64_t S = sched.segments();
-    if (s == status::success && !whole_steps(sched)) s = status::invalid_argument;
     if constexpr (!packed) {
       for (std::uint64_t i = 0; i < sched.items() && s == status::success; i += S) {
         const zipccl::collective::step st = sched.at(i);
@@ -336,15 +345,15 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
       auto* spans = reinterpret_cast<std::uint64_t*>(ws + l.spans);
       if (s == status::success && sched.items() != 0)
         s = encode_block<Codec, Tuning>(stream, static_cast<const std::uint8_t*>(sendbuff), g, ws + l.stage_a, cur,
-                                        opt.codec.checksum, cb, c.key, 1);
+                                        opt.codec.checksum, cb, c.key, stage0 + 1);
       for (std::uint64_t i = 0; i < sched.items() && s == status::success; i += S) {
         const zipccl::collective::step st = sched.at(i);  // forwards what arrived in the step before
         s = c.exchange(st.dst, cur, st.src, next, g.total_bytes());
-        if (s == status::success) s = unpack_block<Codec>(stream, next, g, ws + l.stage_a, spans, c.key, 2 + st.hop);
+        if (s == status::success) s = unpack_block<Codec>(stream, next, g, ws + l.stage_a, spans, c.key, stage0 + 2 + st.hop);
         if (s == status::success)
           s = decode_block<Codec, Tuning, detail::decode_mode::store>(
               stream, ws + l.stage_a, spans, g, opt.codec.checksum,
-              recv + static_cast<std::uint64_t>(st.recv_block) * block, nullptr, nullptr, cb, c.key, 2 + st.hop);
+              recv + static_cast<std::uint64_t>(st.recv_block) * block, nullptr, nullptr, cb, c.key, stage0 + 2 + st.hop);
         std::uint8_t* tmp = cur;
         cur = next;
         next = tmp;
@@ -359,14 +368,14 @@ template <class Codec, class Strategy, class Tuning, class Transport>
 status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction, Transport& t,
                           void* workspace, std::uint64_t workspace_bytes, const collective_options& opt,
                           const typename Codec::codebook_type& cb, status* status_dev, cudaStream_t stream, bool open,
-                          bool close) {
+                          bool close, std::uint64_t stage0 = 0) {
   if constexpr (std::is_same_v<Strategy, strategy::adaptive>) {
     return zipccl::collective::detail::on_path<Strategy>(
         [&] { return opt.model.reduce_scatter(recvcount * Codec::element_size, t.size()).compress; },
         [&](auto path) {
           return reduce_scatter_run<Codec, decltype(path), Tuning>(sendbuff, recvbuff, recvcount, reduction, t,
                                                                    workspace, workspace_bytes, opt, cb, status_dev,
-                                                                   stream, open, close);
+                                                                   stream, open, close, stage0);
         });
   } else {
     using E = typename Codec::element_type;
@@ -374,8 +383,12 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
     const int n = t.size(), r = t.rank();
     const std::uint64_t block = recvcount * Codec::element_size;
     const layout l = make_layout<Codec, Tuning>(recvcount, opt, packed, true, packed ? 0 : block);
-    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || workspace == nullptr ||
-        workspace_bytes < l.total || status_dev == nullptr || !options_ok(opt) || n < 1) {
+    // every hop writes the partial result into recvbuff: it must not overlap an input block
+    const auto* sb = static_cast<const std::uint8_t*>(sendbuff);
+    const auto* rb = static_cast<const std::uint8_t*>(recvbuff);
+    const bool overlap = n > 1 && block != 0 && rb < sb + block * static_cast<std::uint64_t>(n) && sb < rb + block;
+    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || overlap ||
+        !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1) {
       t.abort(status::invalid_argument);
       return status::invalid_argument;
     }
@@ -388,9 +401,8 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
       s = c.open(zipccl::collective::detail::call_signature<Codec>(
           call_kind::reduce_scatter, packed, recvcount, device_settings<Tuning>(opt, static_cast<int>(reduction))));
     const zipccl::collective::schedule sched = zipccl::collective::schedule::ring_reduce_scatter(
-        r, n, zipccl::collective::segmentation(recvcount, Tuning::chunk_elems, opt.pipeline.segment_elems));
+        r, n, zipccl::collective::segmentation(recvcount, Tuning::chunk_elems, segment_elems(opt)));
     const std::uint64_t S = sched.segments();
-    if (s == status::success && !whole_steps(sched)) s = status::invalid_argument;
     if (n == 1 && s == status::success) s = c.copy(acc, send, block);
     const auto local = [&](int b) { return send + static_cast<std::uint64_t>(b) * block; };
     const std::uint64_t last_hop = sched.items() ? (sched.items() - 1) / S : 0;
@@ -412,23 +424,23 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
         const zipccl::collective::step st = sched.at(i);
         if (st.from_input)
           s = encode_block<Codec, Tuning>(stream, local(st.send_block), g, ws + l.stage_a, out_wire,
-                                          opt.codec.checksum, cb, c.key, 1);
+                                          opt.codec.checksum, cb, c.key, stage0 + 1);
         if (s == status::success) s = c.exchange(st.dst, out_wire, st.src, in_wire, g.total_bytes());
-        if (s == status::success) s = unpack_block<Codec>(stream, in_wire, g, ws + l.stage_a, spans, c.key, 2 + st.hop);
+        if (s == status::success) s = unpack_block<Codec>(stream, in_wire, g, ws + l.stage_a, spans, c.key, stage0 + 2 + st.hop);
         if (s != status::success) break;
         if (static_cast<std::uint64_t>(st.hop) == last_hop) {
           s = decode_block<Codec, Tuning, detail::decode_mode::add_store>(stream, ws + l.stage_a, spans, g,
                                                                           opt.codec.checksum, acc, local(st.recv_block),
-                                                                          nullptr, cb, c.key, 2 + st.hop);
+                                                                          nullptr, cb, c.key, stage0 + 2 + st.hop);
         } else {
           // decode, add the local block and code the sum for the next hop, in one kernel
           s = decode_block<Codec, Tuning, detail::decode_mode::add_encode>(
               stream, ws + l.stage_a, spans, g, opt.codec.checksum, nullptr, local(st.recv_block), ws + l.stage_b, cb,
-              c.key, 2 + st.hop);
+              c.key, stage0 + 2 + st.hop);
           if (s == status::success && g.chunks())
             s = cuda::detail::launch("cuda collective: pack", dim3(static_cast<unsigned>(g.chunks())), dim3(128),
                                      stream, detail::pack_kernel<Codec>, static_cast<const std::uint8_t*>(ws + l.stage_b),
-                                     g, out_wire, c.key, 2 + st.hop);
+                                     g, out_wire, c.key, stage0 + 2 + st.hop);
         }
       }
     }
@@ -479,9 +491,9 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
   const std::uint64_t elem = Codec::element_size;
   const std::uint64_t per = n > 0 ? (count + static_cast<std::uint64_t>(n) - 1) / static_cast<std::uint64_t>(n) : 0;
   const std::uint64_t padded = up(per * static_cast<std::uint64_t>(n) * elem);
-  const std::uint64_t need = all_reduce_workspace<Codec, Strategy, Tuning>(count, n, opt);
-  if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || workspace == nullptr || workspace_bytes < need ||
-      status_dev == nullptr || !options_ok(opt) || n < 1) {
+  const std::uint64_t need = all_reduce_workspace<Codec, Strategy, Tuning>(count, n, opt) - (temp_align - 1);
+  if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || n < 1 ||
+      !align_workspace(workspace, workspace_bytes, need) || status_dev == nullptr || !options_ok(opt)) {
     t.abort(status::invalid_argument);
     return status::invalid_argument;
   }
@@ -506,8 +518,9 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
   s = reduce_scatter_run<Codec, Strategy, Tuning>(in, mine, per, reduction, t, rest, rest_bytes, opt, cb, status_dev,
                                                   stream, false, false);
   if (s != status::success) return s;
+  // (the all_gather's errors rank after the reduce_scatter's: its stages follow the n - 1 hops)
   s = all_gather_run<Codec, Strategy, Tuning>(mine, gathered, per, t, rest, rest_bytes, opt, cb, status_dev, stream,
-                                              false, false);
+                                              false, false, static_cast<std::uint64_t>(n) + 1);
   if (s != status::success) return s;
   s = c.copy(recvbuff, gathered, count * elem);
   if (s == status::success) s = c.close(n > 1 && (rs_packed || ag_packed));
@@ -524,8 +537,8 @@ status p2p_run(bool sending, void* buf, std::uint64_t count, int peer, Transport
   const bool packed = zipccl::collective::detail::takes_compressed<Strategy>(
       [&] { return opt.model.send_recv(count * Codec::element_size).compress; });
   const layout l = make_layout<Codec, Tuning>(count, opt, packed, false, 0);
-  if ((buf == nullptr && count != 0) || peer < 0 || peer >= t.size() || peer == t.rank() || workspace == nullptr ||
-      workspace_bytes < l.total || status_dev == nullptr || !options_ok(opt)) {
+  if ((buf == nullptr && count != 0) || peer < 0 || peer >= t.size() || peer == t.rank() ||
+      !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt)) {
     t.abort(status::invalid_argument);
     return status::invalid_argument;
   }

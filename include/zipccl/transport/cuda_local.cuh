@@ -7,7 +7,7 @@
 //   zipccl::cuda::all_gather<codec, strategy::always>(send, recv, count, t, stream_r, ...);
 //
 // Ranks live on one GPU, or spread over several (`devices`; peer access is enabled between them).
-// Every ordered pair of ranks is a link with a ring of message slots in mapped host memory. A send
+// Every ordered pair of ranks is a link with a ring of message slots in device memory. A send
 // enqueues a kernel that posts its buffer's address and size in the next slot; the matching
 // receive enqueues a one-block kernel that waits until the slot is posted, a copy kernel on the
 // receiver's device that reads the sender's buffer (device to device, through peer access across
@@ -18,9 +18,18 @@
 // graph of its own and replayed (the slots return to their empty state after each message).
 //
 // Waits spin in one block of 32 threads each, polling with __nanosleep; they also watch the
-// world's abort word, so abort() from any rank (or a size mismatch found by a receive) ends
-// every pending and later wait at once: nothing moves after that, async_error() reports the
-// error on every rank, and the world is spent until reset(). Groups: between group_start() and
+// world's abort word (mapped host memory), so abort() from any rank (or a size mismatch found by
+// a receive) ends every pending and later wait: nothing new moves after that (a copy already
+// under way finishes, and its sender waits for it, so no buffer is read after its owner moved
+// on), async_error() reports the error on every rank, and the world is spent until reset().
+//
+// Streams: each rank's calls go to a non-blocking stream (world.stream(r), or the caller's own;
+// the legacy default stream and blocking streams are refused, as a device-synchronising host
+// call would then wait for a rank that waits for a rank not yet enqueued). A receive blocked at
+// the head of a hardware queue holds back whatever is queued behind it, its sender's post
+// included, so the ranks of one GPU need a hardware queue each: the world refuses more ranks per
+// GPU than CUDA_DEVICE_MAX_CONNECTIONS (8 unless set, up to 32, before the first CUDA call), and
+// creates its rank streams one after another so that they get distinct queues. Groups: between group_start() and
 // group_end() a rank's sends are posted first, then its receives, then its sends wait, so ring
 // steps (send to r + 1, receive from r - 1) cannot deadlock. Outside a group a send is posted and
 // waits at once.
@@ -28,12 +37,19 @@
 // Limits: a group holds at most `max_group_ops` operations and at most `slots` sends to one peer;
 // rank(r) is used by one host thread at a time; the world must outlive the work enqueued on it
 // (destroy it once every rank's stream is synchronised). As with NCCL, a rank's send to itself
-// must share a group with the matching receive.
+// must share a group with the matching receive (alone it is invalid_argument). Messages are
+// matched by host-side counters that advance when a call is enqueued (or captured): every rank
+// must enqueue, capture and replay its calls alike, on streams ordered as its calls are. The link
+// model runs a group's receives one after another and compares timers of the sender's and the
+// receiver's GPU: a simulation, not a network. Across GPUs, buffers from cudaMallocAsync pools
+// need cudaMemPoolSetAccess for the peers.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -47,14 +63,18 @@ namespace zipccl::transport {
 
 namespace cuda_local_detail {
 
-// One message slot of a link, in mapped host memory.
+// One message slot of a link, in device memory (of the first rank's GPU; peers reach it through
+// peer access). `state` moves 0 idle -> 1 posted -> 2 taken (the copy is running) -> 3 copied ->
+// 0 (the sender's wait), or 1 -> 4 withdrawn (the world ended before a receiver took it), always
+// by system-scope atomics, so that a sender never goes on while a receiver still reads its buffer.
 struct alignas(64) mailbox {
   unsigned long long ptr;      // the sender's buffer
   unsigned long long bytes;    // its size
   unsigned long long sent_ns;  // when the sender's stream reached the send (global timer)
-  unsigned int ready;          // 1: posted and not yet taken
-  unsigned int done;           // 1: taken; the sender's wait resets it
+  unsigned int state;
+  unsigned int live;           // the receive's own: 1 when its take succeeded (copy and finish)
 };
+enum : unsigned int { slot_idle = 0, slot_posted = 1, slot_taken = 2, slot_copied = 3, slot_withdrawn = 4 };
 
 struct alignas(64) link_clock {
   unsigned long long busy_until_ns;  // the link's previous transfer ends here
@@ -65,14 +85,15 @@ __device__ __forceinline__ unsigned long long now_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-
-// Waits until *flag == 1; false when the world was aborted first.
-__device__ __forceinline__ bool wait_for(const volatile unsigned int* flag, const volatile int* abort) {
-  while (*flag != 1u) {
-    if (*abort != 0) return false;
-    __nanosleep(200);
-  }
-  return true;
+__device__ __forceinline__ unsigned int load_state(mailbox* mb) {
+  return atomicAdd_system(&mb->state, 0u);
+}
+// The world's end, set by the host (abort) or a kernel: the first code written stays, up to a
+// race between two writers that both end it (either code is then reported).
+__device__ __forceinline__ void end_world(int* abort, status why) {
+  volatile int* a = abort;
+  if (*a == 0) *a = static_cast<int>(why);
+  __threadfence_system();
 }
 
 template <class = void>
@@ -83,31 +104,42 @@ __global__ void post_kernel(mailbox* mb, const void* buf, unsigned long long byt
   v->bytes = bytes;
   v->sent_ns = now_ns();
   __threadfence_system();
-  v->ready = 1u;
-  __threadfence_system();
+  atomicExch_system(&mb->state, static_cast<unsigned int>(slot_posted));
 }
 
-// The receive's first step: waits for the slot; a size that differs ends the world.
+// The receive's first step: waits for the slot and takes it (unless the world ends first); a
+// size that differs ends the world, and nothing is copied.
 template <class = void>
 __global__ void take_kernel(mailbox* mb, unsigned long long bytes, int* abort) {
   if (threadIdx.x != 0) return;
+  const volatile int* ab = abort;
   volatile mailbox* v = mb;
-  if (!wait_for(&v->ready, abort)) return;
+  v->live = 0u;
+  while (true) {
+    if (*ab != 0) return;  // the world ended: give up (a sender withdraws its slot)
+    if (load_state(mb) == slot_posted) break;
+    __nanosleep(200);
+  }
+  if (atomicCAS_system(&mb->state, static_cast<unsigned int>(slot_posted), static_cast<unsigned int>(slot_taken)) !=
+      slot_posted)
+    return;  // withdrawn by its sender meanwhile
   __threadfence_system();
-  if (v->bytes != bytes) atomicCAS(abort, 0, static_cast<int>(status::size_mismatch));
+  if (v->bytes != bytes) end_world(abort, status::size_mismatch);
+  v->live = v->bytes == bytes ? 1u : 2u;  // 2: taken, nothing to copy
+  __threadfence_system();
 }
 
-// The copy: nothing when the world has ended (it reads the slot posted before take_kernel ended).
+// The copy, when the take succeeded: the sender waits for it even after the world ends.
 template <class = void>
-__global__ void copy_kernel(const mailbox* mb, void* dst, unsigned long long bytes, const int* abort) {
-  __shared__ unsigned long long from;  // one read of mapped memory per block, not per thread
-  __shared__ int ended;
+__global__ void copy_kernel(const mailbox* mb, void* dst, unsigned long long bytes) {
+  __shared__ unsigned long long from;  // one read of the slot per block, not per thread
+  __shared__ unsigned int live;
   if (threadIdx.x == 0) {
-    ended = *static_cast<const volatile int*>(abort);
+    live = static_cast<const volatile mailbox*>(mb)->live;
     from = static_cast<const volatile mailbox*>(mb)->ptr;
   }
   __syncthreads();
-  if (ended != 0) return;
+  if (live != 1u) return;
   const auto* src = reinterpret_cast<const unsigned char*>(from);
   auto* out = static_cast<unsigned char*>(dst);
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
@@ -122,13 +154,14 @@ __global__ void copy_kernel(const mailbox* mb, void* dst, unsigned long long byt
   }
 }
 
-// The receive's last step: holds the transfer for the link's time, then releases the slot and
-// the sender (also when the world has ended, so no sender waits for it).
+// The receive's last step: holds the transfer for the link's time (not once the world has
+// ended), then releases the sender.
 template <class = void>
 __global__ void finish_kernel(mailbox* mb, link_clock* clock, unsigned long long bytes, double bytes_per_ns,
                               double latency_ns, const int* abort) {
   if (threadIdx.x != 0) return;
   volatile mailbox* v = mb;
+  if (v->live == 0u) return;  // never taken
   const volatile int* ab = abort;
   if (*ab == 0 && (bytes_per_ns > 0 || latency_ns > 0)) {
     volatile link_clock* c = clock;
@@ -138,19 +171,28 @@ __global__ void finish_kernel(mailbox* mb, link_clock* clock, unsigned long long
     c->busy_until_ns = end;
     while (now_ns() < end && *ab == 0) __nanosleep(500);
   }
-  v->ready = 0u;
   __threadfence_system();
-  v->done = 1u;
-  __threadfence_system();
+  atomicExch_system(&mb->state, static_cast<unsigned int>(slot_copied));
 }
 
-// The send's last step: waits until the receiver has taken the slot.
+// The send's last step: waits until its receiver has copied the slot; once the world has ended,
+// withdraws a slot no receiver has taken (a taken one is still waited for: its copy runs).
 template <class = void>
 __global__ void wait_kernel(mailbox* mb, const int* abort) {
   if (threadIdx.x != 0) return;
-  volatile mailbox* v = mb;
-  if (wait_for(&v->done, abort)) v->done = 0u;
-  __threadfence_system();
+  const volatile int* ab = abort;
+  while (true) {
+    const unsigned int st = load_state(mb);
+    if (st == slot_copied) {
+      atomicExch_system(&mb->state, static_cast<unsigned int>(slot_idle));
+      return;
+    }
+    if (*ab != 0 && st == slot_posted &&
+        atomicCAS_system(&mb->state, static_cast<unsigned int>(slot_posted), static_cast<unsigned int>(slot_withdrawn)) ==
+            slot_posted)
+      return;
+    __nanosleep(200);
+  }
 }
 
 // Makes `device` current for its lifetime, then restores the caller's device.
@@ -186,7 +228,7 @@ class cuda_local_transport {
   inline status group_end();
   inline status async_error();
   inline void abort(status why);
-  // Optional member of the concept: a device-visible word that a kernel sets (atomicCAS from 0)
+  // Optional member of the concept: a device-visible word that a kernel sets (when it is 0)
   // to a status code to end the world from the device; the device collectives do so when the
   // ranks' calls differ, so that no rank waits for a message that will never come.
   inline int* device_error_word();
@@ -206,7 +248,7 @@ class cuda_local_transport {
       : world_(&w), rank_(rank), device_(device) {
     group_.reserve(max_group_ops);
   }
-  inline status check(int peer, const void* buf, std::uint64_t bytes) const;
+  inline status check(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) const;
   inline status post(const op& o);
   inline status take(const op& o);
   inline status wait(const op& o);
@@ -250,33 +292,66 @@ class cuda_local_world {
         if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
         else if (e != cudaSuccess) throw error(status::cuda_error, "cuda_local_world: cudaDeviceEnablePeerAccess");
       }
+    // Spin-waiting kernels on the rank streams must not share a hardware queue: a receive
+    // blocked at the head of a queue holds back its sender's post behind it. The runtime spreads
+    // streams over CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set before the CUDA context is
+    // created; 32 at most) in creation order, and the world creates its ranks' streams one after
+    // another, so up to that many ranks per GPU get a queue each.
+    const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    const int queues = env && std::atoi(env) > 0 ? std::atoi(env) : 8;
+    for (int d : devices) {
+      int on_d = 0;
+      for (int r = 0; r < ranks; ++r) on_d += devices[static_cast<std::size_t>(r) % devices.size()] == d ? 1 : 0;
+      if (on_d > queues)
+        throw error(status::invalid_argument,
+                    "cuda_local_world: more ranks on one GPU than hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS "
+                    "(up to 32) before the first CUDA call, or spread the ranks over more GPUs");
+    }
     const std::size_t links = static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks);
-    bytes_ = sizeof(int) * 16 + links * sizeof(cuda_local_detail::link_clock) +
-             links * opt.slots * sizeof(cuda_local_detail::mailbox);
-    void* p = nullptr;
-    if (cudaHostAlloc(&p, bytes_, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
-      throw error(status::cuda_error, "cuda_local_world: cudaHostAlloc of the mailboxes");
-    base_ = static_cast<unsigned char*>(p);
-    abort_ = reinterpret_cast<int*>(base_);
-    clocks_ = reinterpret_cast<cuda_local_detail::link_clock*>(base_ + sizeof(int) * 16);
-    boxes_ = reinterpret_cast<cuda_local_detail::mailbox*>(base_ + sizeof(int) * 16 +
-                                                            links * sizeof(cuda_local_detail::link_clock));
-    clear();
+    bytes_ = links * sizeof(cuda_local_detail::link_clock) + links * opt.slots * sizeof(cuda_local_detail::mailbox);
+    home_ = devices.front();
+    {
+      const cuda_local_detail::device_scope on(home_);
+      void* p = nullptr;
+      if (!on.ok() || cudaMalloc(&p, bytes_) != cudaSuccess)
+        throw error(status::cuda_error, "cuda_local_world: cudaMalloc of the mailboxes");
+      base_ = static_cast<unsigned char*>(p);
+      void* h = nullptr;
+      if (cudaHostAlloc(&h, 64, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+        (void)cudaFree(base_);
+        throw error(status::cuda_error, "cuda_local_world: cudaHostAlloc of the abort word");
+      }
+      abort_ = static_cast<int*>(h);
+    }
+    clocks_ = reinterpret_cast<cuda_local_detail::link_clock*>(base_);
+    boxes_ = reinterpret_cast<cuda_local_detail::mailbox*>(base_ + links * sizeof(cuda_local_detail::link_clock));
+    if (clear() != status::success) {
+      release();
+      throw error(status::cuda_error, "cuda_local_world: clearing the mailboxes");
+    }
     for (int r = 0; r < ranks; ++r) {
-      ranks_.emplace_back(new cuda_local_transport(*this, r, devices[static_cast<std::size_t>(r) % devices.size()],
-                                                   opt.max_group_ops));
+      const int dev = devices[static_cast<std::size_t>(r) % devices.size()];
+      ranks_.emplace_back(new cuda_local_transport(*this, r, dev, opt.max_group_ops));
       ranks_.back()->sent_.assign(static_cast<std::size_t>(ranks), 0);
       ranks_.back()->received_.assign(static_cast<std::size_t>(ranks), 0);
+      const cuda_local_detail::device_scope on(dev);
+      cudaStream_t st = nullptr;
+      if (!on.ok() || cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {
+        release();
+        throw error(status::cuda_error, "cuda_local_world: cudaStreamCreateWithFlags");
+      }
+      streams_.push_back(st);
     }
   }
   cuda_local_world(const cuda_local_world&) = delete;
   cuda_local_world& operator=(const cuda_local_world&) = delete;
-  ~cuda_local_world() {
-    if (base_) (void)cudaFreeHost(base_);
-  }
+  ~cuda_local_world() { release(); }
 
   int size() const { return n_; }
   cuda_local_transport& rank(int r) { return *ranks_.at(static_cast<std::size_t>(r)); }
+  // Rank r's stream, created by the world (non-blocking, on the rank's GPU, one hardware queue
+  // per rank): use it, or a stream of your own created right after it, for rank r's calls.
+  cudaStream_t stream(int r) const { return streams_.at(static_cast<std::size_t>(r)); }
   const link_model& link() const { return link_; }
 
   // success, or the error that ended the world (any rank's abort, a mismatched size).
@@ -284,12 +359,15 @@ class cuda_local_world {
   // Ends the world: every pending and later wait on it finishes without moving data.
   void abort(status why) {
     const int code = why == status::success ? static_cast<int>(status::peer_failed) : static_cast<int>(why);
-    int expected = 0;  // the first error stays
-    (void)__atomic_compare_exchange_n(abort_, &expected, code, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    volatile int* a = abort_;
+    if (*a == 0) *a = code;  // the first error stays (up to a race with a kernel ending it too)
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  // Makes a spent world usable again: call it once every rank's stream has been synchronised.
+  // Makes a spent world usable again: call it once every rank's stream has been synchronised
+  // (after an abort too: a receive may still be copying from a sender's buffer until then).
+  // Throws zipccl::error (cuda_error) when the mailboxes cannot be cleared.
   void reset() {
-    clear();
+    if (clear() != status::success) throw error(status::cuda_error, "cuda_local_world::reset");
     for (auto& t : ranks_) {
       t->sent_.assign(static_cast<std::size_t>(n_), 0);
       t->received_.assign(static_cast<std::size_t>(n_), 0);
@@ -300,9 +378,21 @@ class cuda_local_world {
 
  private:
   friend class cuda_local_transport;
-  void clear() {
-    std::memset(base_, 0, bytes_);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  status clear() {
+    const cuda_local_detail::device_scope on(home_);
+    *static_cast<volatile int*>(abort_) = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!on.ok() || cudaMemset(base_, 0, bytes_) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+      return status::cuda_error;
+    return status::success;
+  }
+  void release() {
+    for (cudaStream_t st : streams_) (void)cudaStreamDestroy(st);
+    streams_.clear();
+    if (base_) (void)cudaFree(base_);
+    if (abort_) (void)cudaFreeHost(abort_);
+    base_ = nullptr;
+    abort_ = nullptr;
   }
   cuda_local_detail::mailbox* slot(int src, int dst, std::uint64_t seq) {
     const std::size_t link = static_cast<std::size_t>(src) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(dst);
@@ -316,6 +406,8 @@ class cuda_local_world {
   std::uint32_t slots_;
   link_model link_;
   std::size_t bytes_ = 0;
+  int home_ = 0;  // the GPU that holds the mailboxes
+  std::vector<cudaStream_t> streams_;
   unsigned char* base_ = nullptr;
   int* abort_ = nullptr;
   cuda_local_detail::link_clock* clocks_ = nullptr;
@@ -325,8 +417,15 @@ class cuda_local_world {
 
 int cuda_local_transport::size() const { return world_->n_; }
 
-status cuda_local_transport::check(int peer, const void* buf, std::uint64_t bytes) const {
+status cuda_local_transport::check(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) const {
   if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+  // the legacy default stream, and blocking streams that wait for it, would make any
+  // device-synchronising call of the host (cudaMemcpy, cudaFree) wait for a rank that waits for
+  // a rank not yet enqueued
+  unsigned flags = 0;
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
+      cudaStreamGetFlags(stream, &flags) != cudaSuccess || (flags & cudaStreamNonBlocking) == 0)
+    return status::invalid_argument;
   if (world_->error_state() != status::success) return status::peer_failed;
   return status::success;
 }
@@ -346,7 +445,7 @@ status cuda_local_transport::take(const op& o) {
     const unsigned blocks = static_cast<unsigned>(blocks64 < 1024 ? blocks64 : 1024);
     s = cuda::detail::launch("cuda_local: copy", dim3(blocks), dim3(256), o.stream, cuda_local_detail::copy_kernel<>,
                              static_cast<const cuda_local_detail::mailbox*>(o.slot), o.buf,
-                             static_cast<unsigned long long>(o.bytes), static_cast<const int*>(w.abort_));
+                             static_cast<unsigned long long>(o.bytes));
     if (s != status::success) return s;
   }
   const double bytes_per_ns = w.link_.bytes_per_second > 0 ? w.link_.bytes_per_second * 1e-9 : 0.0;
@@ -362,7 +461,8 @@ status cuda_local_transport::wait(const op& o) {
 }
 
 status cuda_local_transport::send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) {
-  if (const status s = check(peer, buf, bytes); s != status::success) return s;
+  if (const status s = check(peer, buf, bytes, stream); s != status::success) return s;
+  if (peer == rank_ && !in_group_) return status::invalid_argument;  // would wait for its own receive
   const op o{true, peer, const_cast<void*>(buf), bytes, stream,
              world_->slot(rank_, peer, sent_[static_cast<std::size_t>(peer)]++)};
   if (in_group_) {
@@ -380,7 +480,8 @@ status cuda_local_transport::send(int peer, const void* buf, std::uint64_t bytes
 }
 
 status cuda_local_transport::recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
-  if (const status s = check(peer, buf, bytes); s != status::success) return s;
+  if (const status s = check(peer, buf, bytes, stream); s != status::success) return s;
+  if (peer == rank_ && !in_group_) return status::invalid_argument;
   const op o{false, peer, buf, bytes, stream, world_->slot(peer, rank_, received_[static_cast<std::size_t>(peer)]++)};
   if (in_group_) {
     if (group_.size() == group_.capacity()) {  // (no allocation inside a call)

@@ -20,10 +20,12 @@
 //       success, or the error that has ended the communicator asynchronously (a peer that failed
 //       or aborted, a size that did not match). It never waits; a caller polls it.
 //   void abort(status why);
-//       ends the communicator on every rank: operations still pending and later ones complete
-//       without moving data, and async_error() reports an error on every rank.
+//       ends the communicator: operations still pending and later ones complete without moving
+//       new data, and async_error() reports an error, on every rank the transport can reach
+//       (transport::cuda_local: all of them; transport::nccl: ncclCommAbort, this rank only, the
+//       others need their own watchdog, as with NCCL itself).
 //
-// Optional: int* device_error_word(). A device-visible int that a kernel may set (atomicCAS from 0)
+// Optional: int* device_error_word(). A device-visible int that a kernel may set (when it is 0)
 // to a status code to end the communicator from the device, with the effect of abort(). The
 // device collectives use it when the ranks' calls differ (counts, types, options): they learn it
 // on the device, and without this word the transfers that follow would still be enqueued and,

@@ -14,9 +14,13 @@
 // transfers, and an enclosing group would hold the transfers back until the group ends, after
 // the kernels that need their data (examples/nccl_all_reduce.cu).
 //
-// Byte ranges travel as ncclUint8. NCCL needs the same count on both ends of a transfer; the
-// device collectives guarantee it (every message size follows from the counts, and the ranks
-// check their counts first). A failure of an NCCL call is status::cuda_error with the
+// Byte ranges travel as ncclUint8. NCCL needs the same count on both ends of a transfer: every
+// message size of the device collectives follows from the counts, and the ranks check their calls
+// first, but NCCL offers no way for a kernel to end the communicator, so calls whose counts differ
+// are reported (size_mismatch in the status word) only after transfers that may never complete:
+// as with NCCL itself, an application that cannot rule this out runs a watchdog on every rank
+// (async_error(), a timeout, then abort()). abort() ends this rank's communicator only; NCCL
+// reaches no peer. Non-blocking communicators are polled until each enqueue is done. A failure of an NCCL call is status::cuda_error with the
 // ncclResult_t in cuda::last_error().library (invalid_argument for NCCL's argument errors,
 // peer_failed for ncclRemoteError).
 #pragma once
@@ -49,11 +53,13 @@ class nccl {
 
   status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) {
     if (const status s = usable(peer, buf, bytes); s != status::success) return s;
-    return result(ncclSend(buf, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream), "transport::nccl: ncclSend");
+    return result(settle(ncclSend(buf, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream)),
+                  "transport::nccl: ncclSend");
   }
   status recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
     if (const status s = usable(peer, buf, bytes); s != status::success) return s;
-    return result(ncclRecv(buf, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream), "transport::nccl: ncclRecv");
+    return result(settle(ncclRecv(buf, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream)),
+                  "transport::nccl: ncclRecv");
   }
   status group_start() {
     if (aborted_ || size_ == 0) return aborted_ ? status::peer_failed : status::invalid_argument;
@@ -61,7 +67,7 @@ class nccl {
   }
   status group_end() {
     if (aborted_ || size_ == 0) return aborted_ ? status::peer_failed : status::invalid_argument;
-    return result(ncclGroupEnd(), "transport::nccl: ncclGroupEnd");
+    return result(settle(ncclGroupEnd()), "transport::nccl: ncclGroupEnd");
   }
   status async_error() {
     if (aborted_) return status::peer_failed;
@@ -83,6 +89,13 @@ class nccl {
     if (aborted_) return status::peer_failed;
     if (size_ == 0 || peer < 0 || peer >= size_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
     return status::success;
+  }
+  // A non-blocking communicator answers ncclInProgress while it enqueues; NCCL wants it polled
+  // until the enqueue is done before the next call (this waits for the enqueue, not the GPU).
+  ncclResult_t settle(ncclResult_t r) const {
+    while (r == ncclInProgress)
+      if (ncclCommGetAsyncError(comm_, &r) != ncclSuccess) return ncclInternalError;
+    return r;
   }
   static status result(ncclResult_t r, const char* step) {
     if (r == ncclSuccess || r == ncclInProgress) return status::success;

@@ -56,20 +56,22 @@ ZIPCCL_HOST_DEVICE float widen(typename E::bits_type b) {
   }
 }
 
-// Round to nearest even; NaNs stay NaNs (quiet), overflow goes to infinity.
+// Round to nearest even, overflow to infinity. Every NaN becomes the type's canonical quiet NaN
+// (0x7FC00000, 0x7FC0, 0x7E00): CPUs and GPUs give NaNs of different sign and payload for the
+// same float operation, and the reductions must give the same bits on both.
 template <class E>
 ZIPCCL_HOST_DEVICE typename E::bits_type narrow(float f) {
   const std::uint32_t x = float_to_bits(f);
   const bool nan = (x & 0x7FFFFFFFu) > 0x7F800000u;
   if constexpr (std::is_same_v<E, fp32>) {
-    return x;
+    return nan ? 0x7FC00000u : x;
   } else if constexpr (std::is_same_v<E, bf16>) {
-    if (nan) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+    if (nan) return static_cast<std::uint16_t>(0x7FC0u);
     return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
   } else {
     const std::uint32_t sign = (x >> 16) & 0x8000u;
     const float a = bits_to_float(x & 0x7FFFFFFFu);
-    if (nan) return static_cast<std::uint16_t>(sign | 0x7E00u);
+    if (nan) return static_cast<std::uint16_t>(0x7E00u);
     if (a >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7C00u);
     if (a < 6.103515625e-05f) return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(round_even(a * 16777216.0f)));
     std::uint32_t h = ((((x >> 23) & 0xFFu) - 112u) << 10) | ((x & 0x7FFFFFu) >> 13);

@@ -34,6 +34,16 @@
 
 namespace zipccl::collective::detail {
 
+// The device collectives' chunk (cuda::default_tuning's) and their largest segment: a segment of
+// more chunks than this would make each chunk's block read too many headers of its segment.
+inline constexpr std::uint32_t device_chunk_elems = 8192;
+inline constexpr std::uint64_t device_max_segment_elems = std::uint64_t{1} << 22;
+// The segment size the device collectives use for these options: segment_elems, or the largest
+// segment when it is 0 or larger.
+inline std::uint64_t device_segment_elems(std::uint64_t segment_elems) {
+  return segment_elems == 0 || segment_elems > device_max_segment_elems ? device_max_segment_elems : segment_elems;
+}
+
 template <class Codec>
 struct fixed_wire {
   using W = wire<Codec>;
@@ -42,7 +52,8 @@ struct fixed_wire {
   static constexpr std::uint64_t overflow_bit = 1ull << 48;
   static constexpr std::uint64_t max_index = overflow_bit - 1;  // segment indices below 2^48
 
-  // ceil(m * permille / 1000), rounded up to 16, with no overflow for any m.
+  // ceil(m * permille / 1000), rounded up to 16; exact for m below 2^64 / 4000 (about 4.6e15
+  // elements, far past any message).
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t spill_bytes(std::uint64_t m, std::uint32_t permille) {
     const std::uint64_t q = m / 1000, r = m % 1000;
     return format::align_up(q * permille + (r * permille + 999) / 1000, 16);
@@ -142,18 +153,18 @@ struct fixed_wire {
 namespace zipccl {
 
 // The spill budget (collective_options::device_wire.spill_permille) that a tensor like `sample`
-// needs: the largest share of escape bytes of any of its segments (cut as the device collectives
-// cut it, with opt's chunk and segment sizes), in bytes per 1000 elements rounded up, plus
-// `headroom` for the next tensors' spread. 0 when the sample is empty or opt is invalid; 4000 and
-// more is never needed (a stored chunk's rest always fits).
+// needs: the largest share of escape bytes of any of its segments, cut as the device collectives
+// cut a message (their chunk, device_chunk_elems, not opt.codec's; opt's segment size), in bytes
+// per 1000 elements rounded up, plus `headroom` for the next tensors' spread. 0 for an empty
+// sample; never above 4000 (a stored chunk's rest always fits).
 template <class Codec>
 std::uint32_t spill_permille_for(const void* sample, std::uint64_t n, const collective_options& opt = {},
-                                 const typename Codec::codebook_type& cb = {}, std::uint32_t headroom = 5) {
+                                 const typename Codec::codebook_type& cb = {}, std::uint32_t headroom = 5,
+                                 std::uint64_t chunk = collective::detail::device_chunk_elems) {
   using W = collective::detail::wire<Codec>;
-  const std::uint64_t chunk = opt.codec.chunk_elems;
   if (sample == nullptr || n == 0 || !format::valid_chunk_elems(chunk)) return 0;
-  const std::uint64_t seg =
-      opt.pipeline.segment_elems == 0 ? n : (opt.pipeline.segment_elems + chunk - 1) / chunk * chunk;
+  const std::uint64_t seg_opt = collective::detail::device_segment_elems(opt.pipeline.segment_elems);
+  const std::uint64_t seg = (seg_opt + chunk - 1) / chunk * chunk;
   std::vector<std::uint8_t> fixed(W::fixed_bytes(seg < n ? seg : n, chunk) + W::spill_bytes(chunk)),
       tail(W::max_bytes(seg < n ? seg : n, chunk));
   std::uint64_t worst = 0;  // bytes per 1000 elements, rounded up

@@ -152,9 +152,12 @@ __global__ void pack_kernel(const std::uint8_t* staging, wire_geometry<Codec> g,
   using F = collective::detail::fixed_wire<Codec>;
   const std::uint64_t c = blockIdx.x, s = c / g.per_seg, j = c % g.per_seg;
   const std::uint64_t first = s * g.per_seg, last = first + g.per_seg < g.chunks() ? first + g.per_seg : g.chunks();
+  // (the encoder's own chunks: a span of 0 cannot happen; were it to, the segment overflows
+  // rather than a tail wrapping around)
   auto tail_of = [&](std::uint64_t i) -> unsigned long long {
     const std::uint64_t m = g.chunk_elems(i);
-    return chunk_span_of<E>(staging + i * g.stride(), m) - W::chunk_fixed(m);
+    const std::uint64_t span = chunk_span_of<E>(staging + i * g.stride(), m);
+    return span >= W::chunk_fixed(m) ? span - W::chunk_fixed(m) : ~0ull >> 8;
   };
   unsigned long long before = 0, total = 0;
   segment_sums(first, last, c, tail_of, &before, &total);
@@ -348,6 +351,15 @@ __global__ void divide_kernel(std::uint8_t* dst, std::uint64_t n, int ranks) {
     format::store_le<bits>(dst + i * sizeof(bits), collective::detail::divide_by<E>(format::load_le<bits>(dst + i * sizeof(bits)), ranks));
 }
 
+// Sets a transport's device error word (cuda_local's abort word, in mapped host memory) unless
+// it is set already.
+__device__ __forceinline__ void end_world(int* error_word, status why) {
+  if (error_word == nullptr) return;
+  volatile int* w = error_word;
+  if (*w == 0) *w = static_cast<int>(why);
+  __threadfence_system();
+}
+
 // The agreements (collective/common.hpp's, on the device): each rank holds {worst status,
 // smallest signature, largest signature}; a round folds in what a peer sent and readies the
 // next round's incoming words.
@@ -383,7 +395,7 @@ __global__ void agree_open_kernel(agreement_words* w, unsigned long long* key, i
   if (threadIdx.x != 0) return;
   if (w->mine[1] != w->mine[2]) {
     record(key, 0, 0, status::size_mismatch);
-    if (error_word) atomicCAS(error_word, 0, static_cast<int>(status::size_mismatch));
+    end_world(error_word, status::size_mismatch);
   }
 }
 
@@ -395,17 +407,22 @@ __global__ void p2p_check_kernel(agreement_words* w, unsigned long long* key, in
   if (threadIdx.x != 0) return;
   if (w->in[1] != ~w->mine[1]) {
     record(key, 0, 0, status::size_mismatch);
-    if (error_word) atomicCAS(error_word, 0, static_cast<int>(status::size_mismatch));
+    end_world(error_word, status::size_mismatch);
   }
 }
 
 // The call's outcome: size_mismatch when the transport's world was ended by calls that differ
 // (whatever this rank decoded afterwards is moot); its own first error; peer_failed when another
 // rank failed or the world ended otherwise; else success.
+// `failed`: not success when the host could not enqueue the whole call (its outcome then).
 template <class = void>
 __global__ void agree_close_kernel(const agreement_words* w, const unsigned long long* key, const int* error_word,
-                                   status* out) {
+                                   status* out, status failed) {
   if (threadIdx.x != 0) return;
+  if (failed != status::success) {
+    *out = failed;
+    return;
+  }
   const int ended = error_word ? *static_cast<const volatile int*>(error_word) : 0;
   status s = key_status(*key);
   if (ended == static_cast<int>(status::size_mismatch)) s = status::size_mismatch;
