@@ -59,19 +59,11 @@ namespace collective::detail {
 // schedule::ring_all_gather: the plain ring forwards each segment as soon as it arrives, straight
 // from and into the output.
 template <class Codec>
-struct ring_gather_plain {
-  const schedule& sched;
+struct ring_gather_plain : schedule_steps {
   std::uint8_t* recv;
-  std::uint64_t received = 0;
 
   std::uint8_t* at(int block, std::uint64_t first) const {
     return recv + (static_cast<std::uint64_t>(block) * sched.blocks().count + first) * Codec::element_size;
-  }
-  int dst(std::uint64_t i) const { return sched.at(i).dst; }
-  int src(std::uint64_t i) const { return sched.at(i).src; }
-  bool ready(std::uint64_t i) const {
-    const step st = sched.at(i);
-    return st.forwards == no_item || received > st.forwards;
   }
   status produce(std::uint64_t i, section* out) {
     const step st = sched.at(i);
@@ -85,7 +77,7 @@ struct ring_gather_plain {
   status arrived(std::uint64_t, std::uint64_t* tail_bytes, std::uint8_t** tail) {
     *tail_bytes = 0;
     *tail = nullptr;
-    ++received;
+    ++done;
     return status::success;
   }
   status consume(std::uint64_t) { return status::success; }
@@ -95,8 +87,7 @@ struct ring_gather_plain {
 // compressed segments it receives unchanged, and decodes each into the output while the next
 // ones are in flight. Every (block, segment) has its own slot in the workspace.
 template <class Codec>
-struct ring_gather_packed {
-  const schedule& sched;
+struct ring_gather_packed : schedule_steps {
   const segment_plan<Codec>& plan;
   const collective_options& opt;
   const typename Codec::codebook_type& cb;
@@ -105,16 +96,9 @@ struct ring_gather_packed {
   std::uint8_t* ws;
   std::uint64_t* tails;  // per block and segment
   std::uint8_t* scratch;
-  std::uint64_t received = 0;
 
   std::uint64_t index(int b, std::uint64_t s) const { return static_cast<std::uint64_t>(b) * plan.segments + s; }
   std::uint8_t* slot(int b, std::uint64_t s) const { return ws + index(b, s) * plan.slot; }
-  int dst(std::uint64_t i) const { return sched.at(i).dst; }
-  int src(std::uint64_t i) const { return sched.at(i).src; }
-  bool ready(std::uint64_t i) const {
-    const step st = sched.at(i);
-    return st.forwards == no_item || received > st.forwards;
-  }
   status produce(std::uint64_t i, section* out) {
     const step st = sched.at(i);
     if (st.from_input) {
@@ -133,7 +117,7 @@ struct ring_gather_packed {
     const step st = sched.at(i);
     const status s = plan.arrived(slot(st.recv_block, st.segment), st.segment, tail_bytes, tail);
     tails[index(st.recv_block, st.segment)] = *tail_bytes;
-    ++received;
+    ++done;
     return s;
   }
   status consume(std::uint64_t i) {
@@ -185,13 +169,13 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
     } else if constexpr (!packed) {
       const schedule sched = schedule::ring_all_gather(r, n, segmentation(count, opt.codec.chunk_elems,
                                                                           opt.pipeline.segment_elems));
-      ring_gather_plain<Codec> h{sched, recv};
+      ring_gather_plain<Codec> h{{sched}, recv};
       return run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
     } else {
       const gather_layout<Codec> lay(count, n, opt);
       const schedule sched = schedule::ring_all_gather(r, n, lay.plan);
       auto* ws = static_cast<std::uint8_t*>(workspace);
-      ring_gather_packed<Codec> h{sched, lay.plan, opt, cb, sendbuff, recv, ws,
+      ring_gather_packed<Codec> h{{sched}, lay.plan, opt, cb, sendbuff, recv, ws,
                                   reinterpret_cast<std::uint64_t*>(ws + lay.tails_offset), ws + lay.scratch_offset};
       const status s = run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
       if (s != status::success) return s;

@@ -70,8 +70,7 @@ namespace collective::detail {
 // block's size alone, which both ends know) travels as its raw bytes in one message. The
 // workspace holds an out slot per peer, then an in slot per peer, then one chunk of scratch.
 template <class Codec, class Strategy>
-struct pairwise_exchange {
-  const schedule& sched;
+struct pairwise_exchange : schedule_steps {
   const collective_options& opt;
   const typename Codec::codebook_type& cb;
   const std::uint64_t *sendcounts, *sdispls, *recvcounts, *rdispls;
@@ -81,8 +80,6 @@ struct pairwise_exchange {
   std::uint64_t tail_in = 0;
 
   int n() const { return sched.ranks(); }
-  int dst(std::uint64_t i) const { return sched.at(i).dst; }
-  int src(std::uint64_t i) const { return sched.at(i).src; }
   bool packed(std::uint64_t count) const { return compress_block<Codec, Strategy>(count, n(), opt); }
   std::uint8_t* out_slot(int p) const {
     std::uint64_t off = 0;
@@ -96,7 +93,6 @@ struct pairwise_exchange {
     return ws + off;
   }
   std::uint8_t* scratch() const { return in_slot(n()); }
-  bool ready(std::uint64_t) const { return true; }
   status produce(std::uint64_t i, section* out) {
     const int p = sched.at(i).send_block;
     const std::uint64_t count = sendcounts[p];
@@ -180,8 +176,8 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
     }
     return agree(t, status::success);  // a pair whose counts differed failed: every rank hears of it
   } else {
-    pairwise_exchange<Codec, Strategy> h{sched,   opt,  cb,   sendcounts, sdispls, recvcounts,
-                                         rdispls, send, recv, static_cast<std::uint8_t*>(workspace)};
+    pairwise_exchange<Codec, Strategy> h{{sched}, opt,     cb,   sendcounts, sdispls,
+                                         recvcounts, rdispls, send, recv,       static_cast<std::uint8_t*>(workspace)};
     const status s = run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
     if (s != status::success) return s;
     return agree(t, status::success);

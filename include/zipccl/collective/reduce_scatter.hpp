@@ -88,20 +88,13 @@ namespace collective::detail {
 // them while they may still be in flight; incoming segments alternate between two slots (the
 // receive of item i + 1 is posted before item i is consumed).
 template <class Codec>
-struct ring_scatter_plain {
+struct ring_scatter_plain : schedule_steps {
   using E = typename Codec::element_type;
-  const schedule& sched;
   const std::uint8_t* send;
   std::uint8_t *acc, *out_copy, *in_slots;
-  std::uint64_t block, seg_bytes, consumed = 0;
+  std::uint64_t block, seg_bytes;
 
   std::uint8_t* in_slot(std::uint64_t i) const { return in_slots + (i % 2) * seg_bytes; }
-  int dst(std::uint64_t i) const { return sched.at(i).dst; }
-  int src(std::uint64_t i) const { return sched.at(i).src; }
-  bool ready(std::uint64_t i) const {
-    const step st = sched.at(i);
-    return st.forwards == no_item || consumed > st.forwards;
-  }
   status produce(std::uint64_t i, section* out) {
     const step st = sched.at(i);
     const std::uint64_t at = st.first * Codec::element_size, bytes = st.elems * Codec::element_size;
@@ -123,7 +116,7 @@ struct ring_scatter_plain {
     const step st = sched.at(i);
     const std::uint64_t at = st.first * Codec::element_size;
     accumulate<E>(acc + at, in_slot(i), send + static_cast<std::uint64_t>(st.recv_block) * block + at, st.elems);
-    ++consumed;
+    ++done;
     return status::success;
   }
 };
@@ -131,26 +124,19 @@ struct ring_scatter_plain {
 // The compressed ring: every hop decodes, reduces and re-encodes each segment; each chunk is
 // decoded into a chunk-sized buffer and reduced from there while it is still in cache.
 template <class Codec>
-struct ring_scatter_packed {
+struct ring_scatter_packed : schedule_steps {
   using E = typename Codec::element_type;
-  const schedule& sched;
   const scatter_layout<Codec>& lay;
   const collective_options& opt;
   const typename Codec::codebook_type& cb;
   const std::uint8_t* send;
   std::uint8_t* acc;
   std::uint8_t* ws;
-  std::uint64_t block, consumed = 0;
+  std::uint64_t block;
   std::uint64_t tail_in = 0;  // of the item arrived last, which consume() takes next
 
   std::uint8_t* out_slot(std::uint64_t s) const { return ws + s * lay.plan.slot; }
   std::uint8_t* in_slot(std::uint64_t i) const { return ws + lay.in_offset + (i % 2) * lay.plan.slot; }
-  int dst(std::uint64_t i) const { return sched.at(i).dst; }
-  int src(std::uint64_t i) const { return sched.at(i).src; }
-  bool ready(std::uint64_t i) const {
-    const step st = sched.at(i);
-    return st.forwards == no_item || consumed > st.forwards;
-  }
   status produce(std::uint64_t i, section* out) {
     const step st = sched.at(i);
     const std::uint8_t* message = st.from_input ? send + static_cast<std::uint64_t>(st.send_block) * block : acc;
@@ -170,7 +156,7 @@ struct ring_scatter_packed {
     const step st = sched.at(i);
     const std::uint8_t* local = send + static_cast<std::uint64_t>(st.recv_block) * block;
     std::uint8_t* decoded = ws + lay.chunk_offset;
-    ++consumed;
+    ++done;
     return lay.plan.decode(in_slot(i), st.segment, tail_in, ws + lay.scratch_offset,
                            [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
                              const status d = host::detail::decode_chunk<E>(chunk, span, m, opt.codec.checksum, decoded);
@@ -224,12 +210,12 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
       const schedule sched = schedule::ring_reduce_scatter(
           r, n, segmentation(recvcount, opt.codec.chunk_elems, opt.pipeline.segment_elems));
       const std::uint64_t seg_bytes = format::align_up(sched.blocks().seg * Codec::element_size, 16);
-      ring_scatter_plain<Codec> h{sched, send, acc, ws, ws + format::align_up(block, 16), block, seg_bytes};
+      ring_scatter_plain<Codec> h{{sched}, send, acc, ws, ws + format::align_up(block, 16), block, seg_bytes};
       s = run_pipeline(t, sched.items(), opt.pipeline.depth, sched.segments(), h);
     } else {
       const scatter_layout<Codec> lay(recvcount, opt);
       const schedule sched = schedule::ring_reduce_scatter(r, n, lay.plan);
-      ring_scatter_packed<Codec> h{sched, lay, opt, cb, send, acc, ws, block};
+      ring_scatter_packed<Codec> h{{sched}, lay, opt, cb, send, acc, ws, block};
       s = run_pipeline(t, sched.items(), opt.pipeline.depth, sched.segments(), h);
     }
     if (s != status::success) return s;

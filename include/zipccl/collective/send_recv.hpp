@@ -53,17 +53,13 @@ bool compress_hop(std::uint64_t count, const collective_options& opt) {
 // The hooks (detail/pipeline.hpp) of a compressed send, on the steps of schedule::send: segment s
 // is encoded into its own slot while the earlier ones are in flight.
 template <class Codec>
-struct p2p_sender {
-  const schedule& sched;
+struct p2p_sender : schedule_steps {
   const segment_plan<Codec>& plan;
   const collective_options& opt;
   const typename Codec::codebook_type& cb;
   const void* message;
   std::uint8_t* ws;
 
-  int dst(std::uint64_t i) const { return sched.at(i).dst; }
-  int src(std::uint64_t) const { return no_peer; }
-  bool ready(std::uint64_t) const { return true; }
   status produce(std::uint64_t i, section* out) {
     *out = plan.encode(cb, message, i, opt.codec.checksum, ws + i * plan.slot);
     return status::success;
@@ -76,8 +72,7 @@ struct p2p_sender {
 // ... and of the matching recv, on the steps of schedule::recv: segment s lands in its own slot
 // and is decoded while segment s + 1 arrives.
 template <class Codec>
-struct p2p_receiver {
-  const schedule& sched;
+struct p2p_receiver : schedule_steps {
   const segment_plan<Codec>& plan;
   const collective_options& opt;
   void* message;
@@ -85,9 +80,6 @@ struct p2p_receiver {
   std::uint8_t* scratch;
   std::uint64_t tail_in = 0;
 
-  int dst(std::uint64_t) const { return no_peer; }
-  int src(std::uint64_t i) const { return sched.at(i).src; }
-  bool ready(std::uint64_t) const { return true; }
   status produce(std::uint64_t, section*) { return status::success; }
   landing incoming(std::uint64_t i) { return plan.head(ws + i * plan.slot, i); }
   status arrived(std::uint64_t i, std::uint64_t* tail_bytes, std::uint8_t** tail) {
@@ -142,7 +134,7 @@ status send(const void* sendbuff, std::uint64_t count, int peer, Transport& t, v
   }
   const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
   const collective::schedule sched = collective::schedule::send(t.rank(), t.size(), peer, plan);
-  p2p_sender<Codec> h{sched, plan, opt, cb, sendbuff, static_cast<std::uint8_t*>(workspace)};
+  p2p_sender<Codec> h{{sched}, plan, opt, cb, sendbuff, static_cast<std::uint8_t*>(workspace)};
   return run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
 }
 
@@ -163,7 +155,7 @@ status recv(void* recvbuff, std::uint64_t count, int peer, Transport& t, void* w
   const segment_plan<Codec> plan(count, opt.codec.chunk_elems, opt.pipeline.segment_elems);
   const collective::schedule sched = collective::schedule::recv(t.rank(), t.size(), peer, plan);
   auto* ws = static_cast<std::uint8_t*>(workspace);
-  p2p_receiver<Codec> h{sched, plan, opt, recvbuff, ws, ws + plan.slot * plan.segments};
+  p2p_receiver<Codec> h{{sched}, plan, opt, recvbuff, ws, ws + plan.slot * plan.segments};
   return run_pipeline(t, sched.items(), opt.pipeline.depth, 0, h);
 }
 

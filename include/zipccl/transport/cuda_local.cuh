@@ -249,6 +249,7 @@ class cuda_local_transport {
     group_.reserve(max_group_ops);
   }
   inline status check(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) const;
+  inline status enqueue(const op& o);
   inline status post(const op& o);
   inline status take(const op& o);
   inline status wait(const op& o);
@@ -465,24 +466,18 @@ status cuda_local_transport::send(int peer, const void* buf, std::uint64_t bytes
   if (peer == rank_ && !in_group_) return status::invalid_argument;  // would wait for its own receive
   const op o{true, peer, const_cast<void*>(buf), bytes, stream,
              world_->slot(rank_, peer, sent_[static_cast<std::size_t>(peer)]++)};
-  if (in_group_) {
-    if (group_.size() == group_.capacity()) {  // (no allocation inside a call)
-      abort(status::invalid_argument);
-      return status::invalid_argument;
-    }
-    group_.push_back(o);
-    return status::success;
-  }
-  const cuda_local_detail::device_scope on(device_);
-  if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
-  const status s = post(o);
-  return s != status::success ? s : wait(o);
+  return enqueue(o);
 }
 
 status cuda_local_transport::recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
   if (const status s = check(peer, buf, bytes, stream); s != status::success) return s;
   if (peer == rank_ && !in_group_) return status::invalid_argument;
   const op o{false, peer, buf, bytes, stream, world_->slot(peer, rank_, received_[static_cast<std::size_t>(peer)]++)};
+  return enqueue(o);
+}
+
+// An operation of a group waits for group_end(); alone, it is enqueued now.
+status cuda_local_transport::enqueue(const op& o) {
   if (in_group_) {
     if (group_.size() == group_.capacity()) {  // (no allocation inside a call)
       abort(status::invalid_argument);
@@ -493,7 +488,9 @@ status cuda_local_transport::recv(int peer, void* buf, std::uint64_t bytes, cuda
   }
   const cuda_local_detail::device_scope on(device_);
   if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
-  return take(o);
+  if (!o.send) return take(o);
+  const status s = post(o);
+  return s != status::success ? s : wait(o);
 }
 
 status cuda_local_transport::group_start() {

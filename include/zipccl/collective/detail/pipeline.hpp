@@ -53,6 +53,20 @@ struct landing {
   std::uint64_t fixed_bytes = 0;
 };
 
+// What the hooks of the scheduled collectives share: the peers of item i from the schedule, and
+// readiness: an item that forwards what an earlier item brought (or reduced) may go once `done`
+// (the items arrived, or consumed, so far) has passed it.
+struct schedule_steps {
+  const schedule& sched;
+  std::uint64_t done = 0;
+  int dst(std::uint64_t i) const { return sched.at(i).dst; }
+  int src(std::uint64_t i) const { return sched.at(i).src; }
+  bool ready(std::uint64_t i) const {
+    const step st = sched.at(i);
+    return st.forwards == no_item || done > st.forwards;
+  }
+};
+
 // How a message of `count` elements is cut into segments, and how a segment lies in its slot of
 // the workspace and on the wire:
 //   slot:   preamble (16 bytes) | fixed section | room for encode's spill | tail section
