@@ -97,7 +97,20 @@ TEST_CASE("a communicator's all_to_all and calibrated adaptive path", "[communic
   }
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ZIPCCL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZIPCCL_TEST_ASAN 1
+#endif
+#endif
+
 TEST_CASE("a workspace that cannot be allocated aborts the transport: the other ranks fail fast", "[communicator][host]") {
+#ifdef ZIPCCL_TEST_ASAN
+  WARN("AddressSanitizer ends the process on an absurd allocation instead of throwing: this case runs in the "
+       "default build");
+  return;
+#endif
   using C = codec<bf16, codebook::analytic_gaussian>;
   const int n = 2;
   std::vector<status> st(n, status::success);
