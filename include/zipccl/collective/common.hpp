@@ -175,6 +175,16 @@ std::uint64_t workspace_for(Bytes&& bytes) {
   }
 }
 
+// A reduce_scatter writes every hop's partial result into recvbuff (one block of `block` bytes),
+// so with more than one rank it must not overlap the n input blocks at sendbuff (as NCCL's
+// in-place convention, recvbuff == sendbuff + r * block, would): both executors refuse it.
+inline bool reduce_overlaps(const void* sendbuff, const void* recvbuff, std::uint64_t block, int n) {
+  const auto* s = static_cast<const std::uint8_t*>(sendbuff);
+  const auto* r = static_cast<const std::uint8_t*>(recvbuff);
+  return n > 1 && block != 0 && s != nullptr && r != nullptr && r < s + block * static_cast<std::uint64_t>(n) &&
+         s < r + block;
+}
+
 inline int ring_next(int r, int n) { return (r + 1) % n; }
 inline int ring_prev(int r, int n) { return (r + n - 1) % n; }
 inline int ring_block(int r, int k, int n) { return ((r - k) % n + n) % n; }

@@ -188,11 +188,9 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
     const auto* send = static_cast<const std::uint8_t*>(sendbuff);
     auto* acc = static_cast<std::uint8_t*>(recvbuff);
     const std::uint64_t need = reduce_scatter_workspace<Codec, Strategy>(recvcount, opt);
-    // every hop writes the partial result into recvbuff: it must not overlap an input block (as
-    // NCCL's in-place reduce_scatter, recvbuff == sendbuff + r * recvcount, would)
-    const bool overlap = n > 1 && block != 0 && acc < send + block * static_cast<std::uint64_t>(n) && send < acc + block;
-    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || overlap || !valid_options(opt) ||
-        workspace_bytes < need || (workspace == nullptr && need != 0))
+    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
+        reduce_overlaps(sendbuff, recvbuff, block, n) || !valid_options(opt) || workspace_bytes < need ||
+        (workspace == nullptr && need != 0))
       return fail(t, status::invalid_argument);
     if (n == 1) {
       if (block) std::memmove(acc, send, block);

@@ -383,11 +383,8 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
     const int n = t.size(), r = t.rank();
     const std::uint64_t block = recvcount * Codec::element_size;
     const layout l = make_layout<Codec, Tuning>(recvcount, opt, packed, true, packed ? 0 : block);
-    // every hop writes the partial result into recvbuff: it must not overlap an input block
-    const auto* sb = static_cast<const std::uint8_t*>(sendbuff);
-    const auto* rb = static_cast<const std::uint8_t*>(recvbuff);
-    const bool overlap = n > 1 && block != 0 && rb < sb + block * static_cast<std::uint64_t>(n) && sb < rb + block;
-    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || overlap ||
+    if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
+        zipccl::collective::detail::reduce_overlaps(sendbuff, recvbuff, block, n) ||
         !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1) {
       t.abort(status::invalid_argument);
       return status::invalid_argument;
