@@ -4,18 +4,23 @@
 //
 //   build/bin/bench_cuda_collectives --benchmark_counters_tabular=true
 //
+// Rows per op, data and link: `plain` (strategy::never), `compressed` (strategy::always on each
+// rank's stream alone), `pipelined` (strategy::always on a cuda::pipeline: codec kernels and
+// transfers on two streams) and `adaptive` (pipelined; the cost model holds the modelled link and
+// the device codec speeds this binary measures first, per rank: the GPU's speed / 8).
 // Each iteration enqueues the call on every rank from one host thread and waits for all streams
 // (manual time: wall clock). Counters: `wire_ratio` = plain bytes per ring step / bytes on the
-// fixed-size wire; `speedup` = the plain row's time / this row's (set on compressed rows, from
-// the plain row with the same op, data and link, run just before); `enqueue_us` = host time to
-// enqueue one rank's call. On one GPU the 8 ranks share its SMs, so each rank codes at about an
-// eighth of the GPU's speed: the speedups are those of a cluster whose GPUs code 8x slower.
+// fixed-size wire; `speedup` = the plain row's time / this row's (from the plain row with the
+// same op, data and link, run just before); `enqueue_us` = host time to enqueue one rank's call.
+// On one GPU the 8 ranks share its SMs, so each rank codes at about an eighth of the GPU's speed:
+// the speedups are those of a cluster whose GPUs code 8x slower.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
 #include <cstdlib>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,8 +46,9 @@ const char* name_of(which w) {
 
 // Gaussian bf16, or the shared tensors (all kinds of bf16) tiled to the size.
 std::vector<T> data_of(const std::string& kind, std::uint64_t n, int rank) {
-  std::vector<T> tile;
-  if (kind == "real") {
+  static std::map<std::string, std::vector<T>> tiles;  // loaded once per kind
+  std::vector<T>& tile = tiles[kind];
+  if (tile.empty() && kind == "real") {
     for (const auto& t : zipccl::testing::shared_manifest("bf16")) {
       const auto v = zipccl::testing::load_shared<zipccl::bf16>(t);
       tile.insert(tile.end(), v.begin(), v.end());
@@ -56,11 +62,70 @@ std::vector<T> data_of(const std::string& kind, std::uint64_t n, int rank) {
 }
 
 std::map<std::string, double> plain_seconds;  // op/data/link -> the plain row's time
+double gpu_compress = 0, gpu_decompress = 0;   // bytes per second of the whole GPU (measured in main)
+
+// The device codec's speed on one 64 MiB block of Gaussian bf16 (encode + pack; unpack + decode),
+// best of three, timed with events.
+bool measure_codec() {
+  using namespace zipccl::cuda::collective_detail;
+  using tuning = zipccl::cuda::default_tuning;
+  const zipccl::collective_options opt;
+  const auto g = geometry<C, tuning>(per_rank, opt);
+  zipccl::bench::device_mem src(per_rank * 2), dst(per_rank * 2), staging(g.staging_bytes()), wire(g.total_bytes()),
+      spans(g.chunks() * 8), key(8);
+  if (!src.p || !dst.p || !staging.p || !wire.p || !spans.p || !key.p) return false;
+  const auto v = data_of("gaussian", per_rank, 0);
+  cudaMemcpy(src.p, v.data(), per_rank * 2, cudaMemcpyHostToDevice);
+  cudaMemset(key.p, 0xFF, 8);
+  auto* k = static_cast<unsigned long long*>(key.p);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  float best_e = 1e30f, best_d = 1e30f;
+  for (int rep = 0; rep < 3; ++rep) {
+    float ms = 0;
+    cudaEventRecord(a);
+    (void)encode_block<C, tuning>(nullptr, static_cast<const std::uint8_t*>(src.p), g,
+                                  static_cast<std::uint8_t*>(staging.p), static_cast<std::uint8_t*>(wire.p), false, {}, k, 1);
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    cudaEventElapsedTime(&ms, a, b);
+    best_e = ms < best_e ? ms : best_e;
+    cudaEventRecord(a);
+    (void)unpack_block<C>(nullptr, static_cast<const std::uint8_t*>(wire.p), g, static_cast<std::uint8_t*>(staging.p),
+                          static_cast<std::uint64_t*>(spans.p), k, 2);
+    (void)decode_block<C, tuning, zipccl::cuda::detail::decode_mode::store>(
+        nullptr, static_cast<const std::uint8_t*>(staging.p), static_cast<const std::uint64_t*>(spans.p), g, false,
+        static_cast<std::uint8_t*>(dst.p), nullptr, nullptr, {}, k, 2);
+    cudaEventRecord(b);
+    cudaEventSynchronize(b);
+    cudaEventElapsedTime(&ms, a, b);
+    best_d = ms < best_d ? ms : best_d;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (cudaDeviceSynchronize() != cudaSuccess) return false;
+  gpu_compress = static_cast<double>(per_rank * 2) / (best_e * 1e-3);
+  gpu_decompress = static_cast<double>(per_rank * 2) / (best_d * 1e-3);
+  std::printf("device codec (64 MiB Gaussian bf16, whole GPU): compress %.1f GB/s, decompress %.1f GB/s\n",
+              gpu_compress * 1e-9, gpu_decompress * 1e-9);
+  return true;
+}
 
 template <class Strategy>
-void bm(benchmark::State& state, which w, std::string kind, double link_gbps) {
-  constexpr bool packed = std::is_same_v<Strategy, zipccl::strategy::always>;
-  const zipccl::collective_options opt;
+void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bool pipelined) {
+  constexpr bool packed = !std::is_same_v<Strategy, zipccl::strategy::never>;
+  zipccl::collective_options opt;
+  if (std::is_same_v<Strategy, zipccl::strategy::adaptive>) {  // the device cost model of docs/PERFORMANCE.md
+    const auto g1 = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>(per_rank, opt);
+    opt.model.link_bytes_per_second = link_gbps * 1e9;
+    opt.model.latency_seconds = 5e-6;
+    opt.model.compress_bytes_per_second = gpu_compress / ranks;
+    opt.model.decompress_bytes_per_second = gpu_decompress / ranks;
+    opt.model.ratio = static_cast<double>(per_rank * 2) / static_cast<double>(g1.total_bytes());
+    opt.model.segment_bytes = static_cast<double>(zipccl::cuda::collective_detail::segment_elems(opt) * 2);
+    opt.model.overlap = pipelined ? 1.0 : 0.0;
+  }
   const std::uint64_t count = w == which::reduce_scatter ? per_rank / ranks : per_rank;  // per rank in
   const std::uint64_t in_count = w == which::reduce_scatter ? per_rank : count;
   const std::uint64_t out_count = w == which::all_gather ? count * ranks : w == which::reduce_scatter ? count : count;
@@ -70,14 +135,19 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps) {
                                    : zipccl::cuda::all_reduce_workspace<C, Strategy>(count, ranks, opt);
   zipccl::transport::cuda_local_world world(ranks, zipccl::transport::link_model{link_gbps * 1e9, 5e-6});
   std::vector<std::unique_ptr<zipccl::bench::device_mem>> in, out, ws;
+  std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
   std::vector<cudaStream_t> streams(ranks);
   zipccl::status* st = nullptr;
   if (cudaMallocManaged(&st, sizeof(zipccl::status) * ranks) != cudaSuccess) {
     state.SkipWithError("cudaMallocManaged failed");
     return;
   }
+  const std::uint64_t block = w == which::all_reduce ? (count + ranks - 1) / ranks : count;
+  for (int r = 0; r < ranks; ++r) cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking);
+  for (int r = 0; r < ranks; ++r)  // (right after the rank streams: hardware queues of their own)
+    if (pipelined) pipes.emplace_back(new zipccl::cuda::pipeline(zipccl::cuda::pipeline_slots(block, opt)));
+  const auto lanes_of = [&](int r) { return pipelined ? pipes[r]->on(streams[r]) : zipccl::cuda::lanes(streams[r]); };
   for (int r = 0; r < ranks; ++r) {
-    cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking);
     in.emplace_back(new zipccl::bench::device_mem(in_count * 2));
     out.emplace_back(new zipccl::bench::device_mem(out_count * 2));
     ws.emplace_back(new zipccl::bench::device_mem(ws_bytes));
@@ -95,16 +165,17 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps) {
     for (int r = 0; r < ranks; ++r) {
       auto& t = world.rank(r);
       if (w == which::all_gather)
-        err(zipccl::cuda::all_gather<C, Strategy>(in[r]->p, out[r]->p, count, t, ws[r]->p, ws_bytes, &st[r], streams[r], opt));
+        err(zipccl::cuda::all_gather<C, Strategy>(in[r]->p, out[r]->p, count, t, ws[r]->p, ws_bytes, &st[r], lanes_of(r),
+                                                  opt));
       else if (w == which::reduce_scatter)
         err(zipccl::cuda::reduce_scatter<C, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
-                                                      &st[r], streams[r], opt));
+                                                      &st[r], lanes_of(r), opt));
       else
         err(zipccl::cuda::all_reduce<C, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
-                                                  &st[r], streams[r], opt));
+                                                  &st[r], lanes_of(r), opt));
     }
     enqueue = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / ranks;
-    for (auto s : streams) cudaStreamSynchronize(s);
+    for (auto s : streams) cudaStreamSynchronize(s);  // (each call joins its transfer stream back)
     for (int r = 0; r < ranks; ++r) err(st[r]);
     return err;
   };
@@ -124,17 +195,18 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps) {
     state.SetIterationTime(seconds);
   }
   const std::string key = std::string(name_of(w)) + "/" + kind + "/" + std::to_string(link_gbps);
-  const auto g = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>(
-      w == which::all_reduce ? (count + ranks - 1) / ranks : count, opt);
-  const double step_plain = static_cast<double>(w == which::all_reduce ? (count + ranks - 1) / ranks : count) * 2;
+  const auto g = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>(block, opt);
+  const double step_plain = static_cast<double>(block) * 2;
   if (packed) {
-    state.counters["wire_ratio"] = step_plain / static_cast<double>(g.total_bytes());
+    if (std::is_same_v<Strategy, zipccl::strategy::always>)
+      state.counters["wire_ratio"] = step_plain / static_cast<double>(g.total_bytes());
     if (plain_seconds.count(key)) state.counters["speedup"] = plain_seconds[key] / seconds;
   } else {
     plain_seconds[key] = seconds;
   }
   state.counters["enqueue_us"] = enqueue * 1e6;
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in_count * 2));
+  pipes.clear();
   for (auto s : streams) cudaStreamDestroy(s);
   cudaFree(st);
 }
@@ -149,15 +221,25 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: nothing to measure\n");
     return 0;
   }
+  if (!measure_codec()) {
+    std::printf("the device codec could not be measured\n");
+    return 1;
+  }
   for (which w : {which::all_gather, which::reduce_scatter, which::all_reduce})
     for (const char* kind : {"gaussian", "real"})
       for (double link : {25.0, 50.0, 100.0, 400.0}) {
         const std::string base = std::string(name_of(w)) + "/" + kind + "/" + std::to_string(static_cast<int>(link)) + "GBps/";
         benchmark::RegisterBenchmark((base + "plain").c_str(), [=](benchmark::State& s) {
-          bm<zipccl::strategy::never>(s, w, kind, link);
+          bm<zipccl::strategy::never>(s, w, kind, link, false);
         })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
         benchmark::RegisterBenchmark((base + "compressed").c_str(), [=](benchmark::State& s) {
-          bm<zipccl::strategy::always>(s, w, kind, link);
+          bm<zipccl::strategy::always>(s, w, kind, link, false);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+        benchmark::RegisterBenchmark((base + "pipelined").c_str(), [=](benchmark::State& s) {
+          bm<zipccl::strategy::always>(s, w, kind, link, true);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+        benchmark::RegisterBenchmark((base + "adaptive").c_str(), [=](benchmark::State& s) {
+          bm<zipccl::strategy::adaptive>(s, w, kind, link, true);
         })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
       }
   benchmark::Initialize(&argc, argv);

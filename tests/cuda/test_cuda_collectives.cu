@@ -1,9 +1,10 @@
 // The device collectives (gpu) on transport::cuda_local, every rank a stream of one GPU, driven
-// from one host thread (the calls only enqueue): results bit-identical to the host collectives
-// and to the plain device path, for 1..8 ranks and sizes 0, 1, odd, segment boundaries and
-// 64 MiB; a compressed all_reduce captured in CUDA graphs and replayed 100 times; a corrupt
-// segment, mismatched counts and a segment over its wire budget give an error on every rank,
-// never a hang; send / recv; bad arguments.
+// from one host thread (the calls only enqueue), on one stream and pipelined (cuda::pipeline:
+// codec and transfers on two streams): results bit-identical to the host collectives and to the
+// plain device path, for 1..8 ranks and sizes 0, 1, odd, segment boundaries and 64 MiB;
+// all_to_all with variable counts; a compressed all_reduce captured in CUDA graphs and replayed
+// 100 times; a corrupt segment, mismatched counts and a segment over its wire budget give an
+// error on every rank, never a hang; send / recv; bad arguments.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -33,20 +34,30 @@ namespace {
 using device_codecs = std::tuple<codec<bf16, codebook::analytic_gaussian>, codec<fp16, codebook::histogram>,
                                  codec<fp32, codebook::analytic_gaussian>>;
 
-// Every rank's stream, status word and workspace.
+// Every rank's stream, pipeline (a transfer stream and events), status word and workspace.
 struct ranks_on_gpu {
   int n;
   std::vector<cudaStream_t> streams;
+  std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
   status* statuses = nullptr;  // managed: n words
   std::vector<std::unique_ptr<testing::device_buffer<std::uint8_t>>> ws;
   explicit ranks_on_gpu(int ranks) : n(ranks), streams(static_cast<std::size_t>(ranks)) {
     for (auto& s : streams) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    for (int r = 0; r < ranks; ++r) pipes.emplace_back(new zipccl::cuda::pipeline(1));
     REQUIRE(cudaMallocManaged(&statuses, sizeof(status) * static_cast<std::size_t>(ranks)) == cudaSuccess);
     for (int r = 0; r < ranks; ++r) statuses[r] = static_cast<status>(-1);
   }
   ~ranks_on_gpu() {
+    for (auto& s : streams) cudaStreamSynchronize(s);
+    pipes.clear();
     for (auto& s : streams) cudaStreamDestroy(s);
     cudaFree(statuses);
+  }
+  // Rank r's lanes: its stream alone, or pipelined with `slots` segment slots.
+  zipccl::cuda::lanes lanes(int r, bool pipelined, std::uint32_t slots = 1) {
+    if (!pipelined) return streams[static_cast<std::size_t>(r)];
+    REQUIRE(pipes[static_cast<std::size_t>(r)]->reserve(slots) == status::success);
+    return pipes[static_cast<std::size_t>(r)]->on(streams[static_cast<std::size_t>(r)]);
   }
   void workspace(std::uint64_t bytes) {
     ws.clear();
@@ -55,7 +66,9 @@ struct ranks_on_gpu {
   // Waits for every stream, at most `seconds`: a hang is a failure, not a stuck test.
   bool finish(double seconds = 60) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    for (auto& s : streams) {
+    std::vector<cudaStream_t> all = streams;
+    for (auto& p : pipes) all.push_back(p->transfer_stream());
+    for (auto& s : all) {
       cudaError_t e;
       while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
         if (std::chrono::steady_clock::now() > until) return false;
@@ -108,7 +121,7 @@ std::vector<std::vector<typename Codec::bits_type>> host_reference(int which, in
 template <class Codec, class Strategy>
 std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, std::uint64_t count, op reduction,
                                                              const collective_options& opt, ranks_on_gpu& g,
-                                                             cuda_local_world& world) {
+                                                             cuda_local_world& world, bool pipelined = false) {
   using T = typename Codec::bits_type;
   const std::uint64_t in_count = which == 1 ? count * static_cast<std::uint64_t>(n) : count;
   const std::uint64_t out_count = which == 0 ? count * static_cast<std::uint64_t>(n) : count;
@@ -123,18 +136,20 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
     in.back()->put(v.data(), in_count);
     out.emplace_back(new testing::device_buffer<T>(out_count + 1));
   }
+  const std::uint64_t block = which == 2 ? (count + static_cast<std::uint64_t>(n) - 1) / static_cast<std::uint64_t>(n) : count;
   for (int r = 0; r < n; ++r) {
     cuda_local_transport& t = world.rank(r);
+    const zipccl::cuda::lanes on = g.lanes(r, pipelined, zipccl::cuda::pipeline_slots(block, opt));
     status s;
     if (which == 0)
       s = zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, g.ws[r]->p, ws_bytes, &g.statuses[r],
-                                            g.streams[r], opt);
+                                                    on, opt);
     else if (which == 1)
       s = zipccl::cuda::reduce_scatter<Codec, Strategy>(in[r]->p, out[r]->p, count, reduction, t, g.ws[r]->p, ws_bytes,
-                                                &g.statuses[r], g.streams[r], opt);
+                                                        &g.statuses[r], on, opt);
     else
       s = zipccl::cuda::all_reduce<Codec, Strategy>(in[r]->p, out[r]->p, count, reduction, t, g.ws[r]->p, ws_bytes,
-                                            &g.statuses[r], g.streams[r], opt);
+                                                    &g.statuses[r], on, opt);
     REQUIRE(s == status::success);
   }
   REQUIRE(g.finish());
@@ -187,10 +202,13 @@ TEMPLATE_LIST_TEST_CASE("device collectives equal the host collectives and the p
           const auto want = host_reference<TestType>(which, n, count, reduction);
           const auto packed = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world);
           for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
-          const auto plain = on_device<TestType, strategy::never>(which, n, count, reduction, opt, g, world);
+          const auto piped = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world, true);
+          for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
+          const auto plain = on_device<TestType, strategy::never>(which, n, count, reduction, opt, g, world, n % 2 == 0);
           for (int r = 0; r < n; ++r) {
             CHECK(g.statuses[r] == status::success);
             CHECK(packed[r] == want[r]);
+            CHECK(piped[r] == want[r]);
             CHECK(plain[r] == want[r]);
           }
         }
@@ -276,7 +294,8 @@ TEST_CASE("one segment per block (segment_elems 0) and the adaptive strategy on 
   }
 }
 
-TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's", "[gpu][cuda_collective]") {
+TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's, on one stream and pipelined",
+          "[gpu][cuda_collective]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
   const int n = 8;
   const std::uint64_t count = 32ull << 20;  // 64 MiB of bf16 per rank
@@ -284,9 +303,11 @@ TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's", "[gpu][
   cuda_local_world world(n);
   const auto want = host_reference<C>(2, n, count, op::sum);
   const auto got = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world);
+  const auto piped = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world, true);
   for (int r = 0; r < n; ++r) {
     CHECK(g.statuses[r] == status::success);
     CHECK(got[r] == want[r]);
+    CHECK(piped[r] == want[r]);
   }
 }
 
@@ -308,12 +329,15 @@ TEST_CASE("a compressed all_reduce captured in CUDA graphs replays 100 times wit
     in.back()->put(v.data(), count);
     out.emplace_back(new testing::device_buffer<T>(count));
   }
+  const bool pipelined = GENERATE(false, true);
+  INFO((pipelined ? "pipelined" : "one stream"));
   std::vector<cudaGraphExec_t> exec(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     cudaGraph_t graph;
+    const zipccl::cuda::lanes on = g.lanes(r, pipelined, zipccl::cuda::pipeline_slots((count + n - 1) / n, opt));
     REQUIRE(cudaStreamBeginCapture(g.streams[r], cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-    const status s = zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
-                                         &g.statuses[r], g.streams[r], opt);
+    const status s = zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p,
+                                                 ws_bytes, &g.statuses[r], on, opt);
     REQUIRE(cudaStreamEndCapture(g.streams[r], &graph) == cudaSuccess);
     REQUIRE(s == status::success);
     REQUIRE(cudaGraphInstantiate(&exec[r], graph, 0) == cudaSuccess);
@@ -352,9 +376,11 @@ TEST_CASE("a corrupt segment is an error on every rank, never a hang", "[gpu][cu
     out.emplace_back(new testing::device_buffer<T>(count));
     ts.push_back({world.rank(r), 2});
   }
+  const bool pipelined = GENERATE(false, true);
+  INFO((pipelined ? "pipelined" : "one stream"));
   for (int r = 0; r < n; ++r)
-    REQUIRE(zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, ts[r], g.ws[r]->p, ws_bytes, &g.statuses[r],
-                                g.streams[r], opt) == status::success);
+    REQUIRE(zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, ts[r], g.ws[r]->p, ws_bytes,
+                                        &g.statuses[r], g.lanes(r, pipelined, 8), opt) == status::success);
   REQUIRE(g.finish());
   for (int r = 0; r < n; ++r) {
     INFO("rank " << r);
@@ -367,6 +393,8 @@ TEST_CASE("a count that differs on one rank is size_mismatch on every rank, neve
   using C = codec<bf16, codebook::analytic_gaussian>;
   using T = C::bits_type;
   const int n = 4;
+  const bool pipelined = GENERATE(false, true);
+  INFO((pipelined ? "pipelined" : "one stream"));
   for (int which = 0; which < 3; ++which) {
     INFO(name_of(which));
     ranks_on_gpu g(n);
@@ -387,15 +415,16 @@ TEST_CASE("a count that differs on one rank is size_mismatch on every rank, neve
     for (int r = 0; r < n; ++r) {
       const std::uint64_t count = r == 1 ? 40000 : 70000;  // other segment counts, not only sizes
       status s;
+      const zipccl::cuda::lanes on = g.lanes(r, pipelined, zipccl::cuda::pipeline_slots(big, opt));
       if (which == 0)
-        s = zipccl::cuda::all_gather<C>(in[r]->p, out[r]->p, count, world.rank(r), g.ws[r]->p, ws_bytes, &g.statuses[r],
-                                g.streams[r], opt);
+        s = zipccl::cuda::all_gather<C>(in[r]->p, out[r]->p, count, world.rank(r), g.ws[r]->p, ws_bytes,
+                                        &g.statuses[r], on, opt);
       else if (which == 1)
         s = zipccl::cuda::reduce_scatter<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
-                                    &g.statuses[r], g.streams[r], opt);
+                                            &g.statuses[r], on, opt);
       else
         s = zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
-                                &g.statuses[r], g.streams[r], opt);
+                                        &g.statuses[r], on, opt);
       CHECK((s == status::success || s == status::peer_failed));  // the world may end while we enqueue
     }
     REQUIRE(g.finish(30));
@@ -430,6 +459,166 @@ TEST_CASE("a segment over its wire budget is wire_overflow, never a wrong value"
   CHECK(g.statuses[1] == status::wire_overflow);  // the sender knows
   CHECK(g.statuses[2] == status::wire_overflow);  // and so does the first receiver
   CHECK(g.statuses[0] != status::success);
+}
+
+namespace {
+// Rank r sends a2a_count(r, p) elements to rank p: zeros, odd sizes and segment boundaries.
+std::uint64_t a2a_count(int r, int p) {
+  static const std::uint64_t sizes[] = {0, 1, 777, 16384, 16385, 40000};
+  return sizes[static_cast<std::size_t>(r * 5 + p * 3) % 6];
+}
+struct a2a_counts {
+  std::vector<std::uint64_t> sc, sd, rc, rd;
+  std::uint64_t send_total = 0, recv_total = 0;
+  a2a_counts(int r, int n) {
+    for (int p = 0; p < n; ++p) {
+      sc.push_back(a2a_count(r, p));
+      rc.push_back(a2a_count(p, r));
+      sd.push_back(send_total + 3);  // gaps between the blocks
+      rd.push_back(recv_total + 5);
+      send_total += sc.back() + 3;
+      recv_total += rc.back() + 5;
+    }
+  }
+};
+template <class Codec>
+std::vector<typename Codec::bits_type> a2a_input(int r, const a2a_counts& c) {
+  return testing::make_tensor<typename Codec::element_type>(c.send_total + 1, 0.02, testing::distribution::gaussian,
+                                                            77 + static_cast<std::uint64_t>(r));
+}
+// The host all_to_all's answer, gaps zero.
+template <class Codec>
+std::vector<std::vector<typename Codec::bits_type>> a2a_reference(int n) {
+  std::vector<std::vector<typename Codec::bits_type>> out(static_cast<std::size_t>(n));
+  transport::local_world world(n);
+  world.run([&](transport::local_transport& t) {
+    const int r = t.rank();
+    const a2a_counts c(r, n);
+    const auto in = a2a_input<Codec>(r, c);
+    out[r].assign(c.recv_total + 1, 0);
+    REQUIRE(all_to_all<Codec, strategy::never>(in.data(), c.sc.data(), c.sd.data(), out[r].data(), c.rc.data(),
+                                               c.rd.data(), t, nullptr, 0) == status::success);
+  });
+  return out;
+}
+template <class Codec, class Strategy>
+std::vector<std::vector<typename Codec::bits_type>> a2a_on_device(int n, const collective_options& opt, ranks_on_gpu& g,
+                                                                 cuda_local_world& world, bool pipelined) {
+  using T = typename Codec::bits_type;
+  std::vector<a2a_counts> counts;
+  std::uint64_t ws_bytes = 0;
+  for (int r = 0; r < n; ++r) {
+    counts.emplace_back(r, n);
+    const std::uint64_t b =
+        zipccl::cuda::all_to_all_workspace<Codec, Strategy>(counts[r].sc.data(), counts[r].rc.data(), n, opt);
+    ws_bytes = b > ws_bytes ? b : ws_bytes;
+  }
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    const auto v = a2a_input<Codec>(r, counts[r]);
+    in.emplace_back(new testing::device_buffer<T>(v.size()));
+    in.back()->put(v.data(), v.size());
+    out.emplace_back(new testing::device_buffer<T>(counts[r].recv_total + 1));
+    REQUIRE(cudaMemset(out.back()->p, 0, (counts[r].recv_total + 1) * sizeof(T)) == cudaSuccess);
+  }
+  for (int r = 0; r < n; ++r) {
+    const a2a_counts& c = counts[r];
+    REQUIRE(zipccl::cuda::all_to_all<Codec, Strategy>(in[r]->p, c.sc.data(), c.sd.data(), out[r]->p, c.rc.data(),
+                                                      c.rd.data(), world.rank(r), g.ws[r]->p, ws_bytes, &g.statuses[r],
+                                                      g.lanes(r, pipelined, 2), opt) == status::success);
+  }
+  REQUIRE(g.finish());
+  std::vector<std::vector<T>> res;
+  for (int r = 0; r < n; ++r) res.push_back(out[r]->get(counts[r].recv_total + 1));
+  return res;
+}
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("device all_to_all with variable counts equals the host's, on one stream and pipelined",
+                        "[gpu][cuda_collective][all_to_all]", device_codecs) {
+  collective_options opt;
+  opt.pipeline.segment_elems = 16384;
+  opt.pipeline.depth = 3;  // three blocks coded ahead (two slots: min(depth, slots) = 2)
+  for (int n : {1, 2, 3, 4, 8}) {
+    INFO(n << " ranks");
+    ranks_on_gpu g(n);
+    cuda_local_world world(n);
+    const auto want = a2a_reference<TestType>(n);
+    for (const bool pipelined : {false, true}) {
+      INFO((pipelined ? "pipelined" : "one stream"));
+      const auto packed = a2a_on_device<TestType, strategy::always>(n, opt, g, world, pipelined);
+      for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
+      const auto plain = a2a_on_device<TestType, strategy::never>(n, opt, g, world, pipelined);
+      for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
+      collective_options slow = opt;
+      slow.model.link_bytes_per_second = 1e9;  // adaptive: compresses the larger blocks only
+      const auto adaptive = a2a_on_device<TestType, strategy::adaptive>(n, slow, g, world, pipelined);
+      for (int r = 0; r < n; ++r) {
+        INFO("rank " << r);
+        CHECK(g.statuses[r] == status::success);
+        CHECK(packed[r] == want[r]);
+        CHECK(plain[r] == want[r]);
+        CHECK(adaptive[r] == want[r]);
+      }
+    }
+  }
+}
+
+TEST_CASE("a device all_to_all whose counts differ between a pair is size_mismatch on every rank",
+          "[gpu][cuda_collective][all_to_all]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 4;
+  const bool pipelined = GENERATE(false, true);
+  INFO((pipelined ? "pipelined" : "one stream"));
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  collective_options opt;
+  std::vector<std::uint64_t> counts(n, 5000), displs(n);
+  for (int p = 0; p < n; ++p) displs[p] = static_cast<std::uint64_t>(p) * 6000;
+  std::vector<std::uint64_t> odd = counts;
+  odd[2] = 4999;  // rank 1 expects one element less from rank 2: another wire size, which cuda_local catches
+  const std::uint64_t ws_bytes = zipccl::cuda::all_to_all_workspace<C>(counts.data(), counts.data(), n, opt);
+  g.workspace(ws_bytes);
+  testing::device_buffer<T> in(6000 * n);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> out;
+  REQUIRE(cudaMemset(in.p, 0, 6000 * n * sizeof(T)) == cudaSuccess);
+  for (int r = 0; r < n; ++r) out.emplace_back(new testing::device_buffer<T>(6000 * n));
+  for (int r = 0; r < n; ++r) {
+    const status s = zipccl::cuda::all_to_all<C>(in.p, counts.data(), displs.data(), out[r]->p,
+                                                 r == 1 ? odd.data() : counts.data(), displs.data(), world.rank(r),
+                                                 g.ws[r]->p, ws_bytes, &g.statuses[r], g.lanes(r, pipelined, 2), opt);
+    CHECK((s == status::success || s == status::peer_failed));
+  }
+  REQUIRE(g.finish(30));
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    CHECK(g.statuses[r] != status::success);
+  }
+  CHECK(g.statuses[1] == status::size_mismatch);
+}
+
+TEST_CASE("pipelined lanes with too few segment slots are refused before anything moves",
+          "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  ranks_on_gpu g(2);
+  cuda_local_world world(2);
+  collective_options opt;
+  opt.pipeline.segment_elems = 8192;
+  const std::uint64_t count = 5 * 8192;  // five segments per block: a reduce_scatter needs five slots
+  REQUIRE(zipccl::cuda::pipeline_slots(count, opt) == 5);
+  const std::uint64_t ws_bytes = zipccl::cuda::reduce_scatter_workspace<C>(count, opt);
+  g.workspace(ws_bytes);
+  testing::device_buffer<std::uint16_t> a(2 * count), b(count);
+  CHECK(zipccl::cuda::reduce_scatter<C>(a.p, b.p, count, op::sum, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                        g.lanes(0, true, 4), opt) == status::invalid_argument);
+  CHECK(world.rank(1).async_error() == status::invalid_argument);
+  world.reset();
+  zipccl::cuda::lanes broken = g.lanes(0, true, 8);
+  broken.events = nullptr;
+  CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], broken,
+                                    opt) == status::invalid_argument);
 }
 
 TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a mismatch on both ends",

@@ -9,9 +9,12 @@
 //   cudaStreamSynchronize(stream);
 //   if (zc.result() != zipccl::status::success) ...                 // the call's outcome
 //
-// A call grows the workspace on its stream when it needs more (cudaMallocAsync; the old block is
-// freed in stream order). Growing is refused while the stream is being captured
-// (invalid_argument): run a call once, or reserve(), before capturing it. result() reads the
+// Calls are pipelined (cuda/pipeline.cuh): the communicator owns a cuda::pipeline, a transfer
+// stream and its events, so that the codec kernels of one segment overlap the transfer of
+// another (pipelined = false at construction: every call on its stream alone). A call grows the
+// workspace on its stream when it needs more (cudaMallocAsync; the old block is freed in stream
+// order), and the pipeline's event slots likewise. Growing is refused while the stream is being
+// captured (invalid_argument): run a call once, or reserve(), before capturing it. result() reads the
 // outcome of the last call that wrote the communicator's own status word (calls given a status
 // pointer of their own write there instead); read it once the stream has passed the call. Calls on
 // different streams share the workspace: order those streams as for any shared buffer.
@@ -20,12 +23,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 
 #include "../communicator.hpp"
 #include "../transport/device.hpp"
 #include "collective.cuh"
 #include "memory.cuh"
+#include "pipeline.cuh"
 #include "runtime.cuh"
 #include "tuning.cuh"
 
@@ -41,9 +46,11 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
   using codec_type = Codec;
   using codebook_type = typename Codec::codebook_type;
 
-  // Throws zipccl::error (cuda_error) when the status word cannot be allocated.
-  explicit communicator(Transport& t, const collective_options& opt = {}, const codebook_type& cb = {})
+  // Throws zipccl::error (cuda_error) when the status word or the pipeline cannot be made.
+  explicit communicator(Transport& t, const collective_options& opt = {}, const codebook_type& cb = {},
+                        bool pipelined = true)
       : t_(t), opt_(opt), cb_(cb), ws_(cudaStream_t{}) {
+    if (pipelined) pipe_ = std::make_unique<cuda::pipeline>(1);
     void* p = nullptr;
     if (cudaHostAlloc(&p, sizeof(status), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
       throw error(status::cuda_error, "zipccl::communicator: cudaHostAlloc of the status word");
@@ -65,44 +72,75 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
   std::uint64_t workspace_bytes() const { return ws_.bytes(); }
   // The outcome of the last call that wrote the communicator's status word (after its stream).
   status result() const { return *static_cast<const volatile status*>(status_); }
-  // Grows the workspace now, on `stream` (before capturing calls in a graph).
-  status reserve(std::uint64_t bytes, cudaStream_t stream) { return grow(bytes, stream); }
+  bool pipelined() const { return pipe_ != nullptr; }
+  // Grows the workspace now, on `stream`, and the pipeline to `slots` (cuda::pipeline_slots of
+  // the largest block), before capturing calls in a graph.
+  status reserve(std::uint64_t bytes, cudaStream_t stream, std::uint32_t slots = 1) {
+    const status s = grow(bytes, stream);
+    return s == status::success ? grow_slots(slots, stream) : s;
+  }
 
   status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, cudaStream_t stream,
                     status* status_dev = nullptr) {
     const std::uint64_t need = cuda::all_gather_workspace<Codec, Strategy, tuning>(count, t_.size(), opt_);
-    if (const status s = grow(need, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, 1, stream); s != status::success) return refuse(s);
     return cuda::all_gather<Codec, Strategy, tuning>(sendbuff, recvbuff, count, t_, ws_.data(), ws_.bytes(),
-                                                     out(status_dev), stream, opt_, cb_);
+                                                     out(status_dev), on(stream), opt_, cb_);
   }
   status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction,
                         cudaStream_t stream, status* status_dev = nullptr) {
     const std::uint64_t need = cuda::reduce_scatter_workspace<Codec, Strategy, tuning>(recvcount, opt_);
-    if (const status s = grow(need, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, cuda::pipeline_slots(recvcount, opt_), stream); s != status::success)
+      return refuse(s);
     return cuda::reduce_scatter<Codec, Strategy, tuning>(sendbuff, recvbuff, recvcount, reduction, t_, ws_.data(),
-                                                         ws_.bytes(), out(status_dev), stream, opt_, cb_);
+                                                         ws_.bytes(), out(status_dev), on(stream), opt_, cb_);
   }
   status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op reduction, cudaStream_t stream,
                     status* status_dev = nullptr) {
     const std::uint64_t need = cuda::all_reduce_workspace<Codec, Strategy, tuning>(count, t_.size(), opt_);
-    if (const status s = grow(need, stream); s != status::success) return refuse(s);
+    const std::uint64_t n = static_cast<std::uint64_t>(t_.size() > 0 ? t_.size() : 1);
+    if (const status s = prepare(need, cuda::pipeline_slots((count + n - 1) / n, opt_), stream); s != status::success)
+      return refuse(s);
     return cuda::all_reduce<Codec, Strategy, tuning>(sendbuff, recvbuff, count, reduction, t_, ws_.data(), ws_.bytes(),
-                                                     out(status_dev), stream, opt_, cb_);
+                                                     out(status_dev), on(stream), opt_, cb_);
+  }
+  // As cuda::all_to_all: the four arrays in host memory, size() entries each.
+  status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const std::uint64_t* sdispls,
+                    void* recvbuff, const std::uint64_t* recvcounts, const std::uint64_t* rdispls, cudaStream_t stream,
+                    status* status_dev = nullptr) {
+    const std::uint64_t need = cuda::all_to_all_workspace<Codec, Strategy, tuning>(sendcounts, recvcounts, t_.size(), opt_);
+    if (const status s = prepare(need, opt_.pipeline.depth, stream); s != status::success) return refuse(s);
+    return cuda::all_to_all<Codec, Strategy, tuning>(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, t_,
+                                                     ws_.data(), ws_.bytes(), out(status_dev), on(stream), opt_, cb_);
   }
   status send(const void* sendbuff, std::uint64_t count, int peer, cudaStream_t stream, status* status_dev = nullptr) {
     const std::uint64_t need = cuda::send_recv_workspace<Codec, Strategy, tuning>(count, opt_);
-    if (const status s = grow(need, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, 1, stream); s != status::success) return refuse(s);
     return cuda::send<Codec, Strategy, tuning>(sendbuff, count, peer, t_, ws_.data(), ws_.bytes(), out(status_dev),
-                                               stream, opt_, cb_);
+                                               on(stream), opt_, cb_);
   }
   status recv(void* recvbuff, std::uint64_t count, int peer, cudaStream_t stream, status* status_dev = nullptr) {
     const std::uint64_t need = cuda::send_recv_workspace<Codec, Strategy, tuning>(count, opt_);
-    if (const status s = grow(need, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, 1, stream); s != status::success) return refuse(s);
     return cuda::recv<Codec, Strategy, tuning>(recvbuff, count, peer, t_, ws_.data(), ws_.bytes(), out(status_dev),
-                                               stream, opt_);
+                                               on(stream), opt_);
   }
 
  private:
+  status prepare(std::uint64_t bytes, std::uint32_t slots, cudaStream_t stream) {
+    const status s = grow(bytes, stream);
+    return s == status::success ? grow_slots(slots, stream) : s;
+  }
+  status grow_slots(std::uint32_t slots, cudaStream_t stream) {
+    if (!pipe_ || slots <= pipe_->slots()) return status::success;
+    if (capturing(stream)) return status::invalid_argument;
+    return pipe_->reserve(slots);
+  }
+  static bool capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    return cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone;
+  }
+  cuda::lanes on(cudaStream_t stream) const { return pipe_ ? pipe_->on(stream) : cuda::lanes(stream); }
   status grow(std::uint64_t bytes, cudaStream_t stream) {
     if (bytes <= ws_.bytes()) return status::success;
     cuda::device_buffer<std::uint8_t> bigger(stream);
@@ -122,6 +160,7 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
   collective_options opt_;
   codebook_type cb_;
   cuda::device_buffer<std::uint8_t> ws_;
+  std::unique_ptr<cuda::pipeline> pipe_;
   status* status_ = nullptr;
 };
 

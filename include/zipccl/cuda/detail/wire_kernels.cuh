@@ -79,6 +79,14 @@ struct wire_geometry {
   }
   ZIPCCL_HOST_DEVICE std::uint64_t stride() const { return format::chunk_layout<typename Codec::element_type>::stored_bytes(chunk); }
   ZIPCCL_HOST_DEVICE std::uint64_t staging_bytes() const { return chunks() * stride(); }
+  // Segments [s0, s1): their chunks [chunk_begin, chunk_end) and wire bytes [seg_offset(s0), wire_end).
+  ZIPCCL_HOST_DEVICE std::uint64_t chunk_begin(std::uint64_t s0) const { return s0 * per_seg; }
+  ZIPCCL_HOST_DEVICE std::uint64_t chunk_end(std::uint64_t s1) const {
+    return s1 * per_seg < chunks() ? s1 * per_seg : chunks();
+  }
+  ZIPCCL_HOST_DEVICE std::uint64_t wire_end(std::uint64_t s1) const {
+    return s1 >= segments ? total_bytes() : seg_offset(s1);
+  }
 };
 
 // The span of a chunk from its header (the stream's rules), or 0 when the header breaks them.
@@ -112,12 +120,12 @@ __device__ __forceinline__ void copy_bytes(std::uint8_t* dst, const std::uint8_t
 // Chunk c of `src` (count elements) coded into staging slot c.
 template <class Codec, class Tuning>
 __global__ void __launch_bounds__(Tuning::threads)
-    encode_kernel(const std::uint8_t* src, wire_geometry<Codec> g, std::uint8_t* staging, bool checksum,
-                  typename Codec::codebook_type policy) {
+    encode_kernel(const std::uint8_t* src, wire_geometry<Codec> g, std::uint64_t c0, std::uint8_t* staging,
+                  bool checksum, typename Codec::codebook_type policy) {
   using E = typename Codec::element_type;
   using enc = block_encode<E, typename Codec::codebook_type, Tuning::threads, Tuning::items_per_thread>;
   __shared__ typename enc::TempStorage temp;
-  const std::uint64_t c = blockIdx.x, m = g.chunk_elems(c);
+  const std::uint64_t c = c0 + blockIdx.x, m = g.chunk_elems(c);
   typename enc::runs_type v;
   enc::load(src + c * g.chunk * Codec::element_size, m, v);
   enc e(temp, policy);
@@ -145,12 +153,12 @@ __device__ void segment_sums(std::uint64_t first, std::uint64_t last, std::uint6
 
 // Moves staging slot c to its place on the wire (one block per chunk).
 template <class Codec>
-__global__ void pack_kernel(const std::uint8_t* staging, wire_geometry<Codec> g, std::uint8_t* wire,
+__global__ void pack_kernel(const std::uint8_t* staging, wire_geometry<Codec> g, std::uint64_t c0, std::uint8_t* wire,
                             unsigned long long* key, std::uint64_t stage) {
   using E = typename Codec::element_type;
   using W = collective::detail::wire<Codec>;
   using F = collective::detail::fixed_wire<Codec>;
-  const std::uint64_t c = blockIdx.x, s = c / g.per_seg, j = c % g.per_seg;
+  const std::uint64_t c = c0 + blockIdx.x, s = c / g.per_seg, j = c % g.per_seg;
   const std::uint64_t first = s * g.per_seg, last = first + g.per_seg < g.chunks() ? first + g.per_seg : g.chunks();
   // (the encoder's own chunks: a span of 0 cannot happen; were it to, the segment overflows
   // rather than a tail wrapping around)
@@ -184,12 +192,12 @@ __global__ void pack_kernel(const std::uint8_t* staging, wire_geometry<Codec> g,
 // span, or 0 when its segment failed a check (the error is recorded). Host order of the checks:
 // preamble, overflow bit, chunk headers, the tails' total, the spill's zeros.
 template <class Codec>
-__global__ void unpack_kernel(const std::uint8_t* wire, wire_geometry<Codec> g, std::uint8_t* staging,
+__global__ void unpack_kernel(const std::uint8_t* wire, wire_geometry<Codec> g, std::uint64_t c0, std::uint8_t* staging,
                               std::uint64_t* spans, unsigned long long* key, std::uint64_t stage) {
   using E = typename Codec::element_type;
   using W = collective::detail::wire<Codec>;
   using F = collective::detail::fixed_wire<Codec>;
-  const std::uint64_t c = blockIdx.x, s = c / g.per_seg, j = c % g.per_seg;
+  const std::uint64_t c = c0 + blockIdx.x, s = c / g.per_seg, j = c % g.per_seg;
   const std::uint64_t first = s * g.per_seg, last = first + g.per_seg < g.chunks() ? first + g.per_seg : g.chunks();
   const std::uint8_t* seg = wire + g.seg_offset(s);
   const std::uint64_t m_seg = g.seg_elems(s), room = F::spill_bytes(m_seg, g.permille);
@@ -277,7 +285,8 @@ enum class decode_mode {
 // values) so that the next hop sends a well-formed segment and the ranks stay in step.
 template <class Codec, class Tuning, decode_mode Mode>
 __global__ void __launch_bounds__(Tuning::threads)
-    decode_kernel(const std::uint8_t* staging, const std::uint64_t* spans, wire_geometry<Codec> g, bool checksum,
+    decode_kernel(const std::uint8_t* staging, const std::uint64_t* spans, wire_geometry<Codec> g, std::uint64_t c0,
+                  bool checksum,
                   std::uint8_t* out, const std::uint8_t* local, std::uint8_t* next_staging,
                   typename Codec::codebook_type policy, unsigned long long* key, std::uint64_t stage) {
   using E = typename Codec::element_type;
@@ -289,7 +298,7 @@ __global__ void __launch_bounds__(Tuning::threads)
     typename dec::TempStorage d;
     typename enc::TempStorage e;
   } temp;
-  const std::uint64_t c = blockIdx.x, m = g.chunk_elems(c), span = spans[c];
+  const std::uint64_t c = c0 + blockIdx.x, m = g.chunk_elems(c), span = spans[c];
   const std::uint64_t s = c / g.per_seg, j = c % g.per_seg;
   const std::uint64_t at = c * g.chunk * Codec::element_size;
   if constexpr (Mode == decode_mode::store) {
