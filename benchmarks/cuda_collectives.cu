@@ -2,7 +2,10 @@
 // at 25, 50, 100 and 400 GB/s (5 us latency), 64 MiB of bf16 per rank, compressed beside plain in
 // the same run. Needs a GPU.
 //
-//   build/bin/bench_cuda_collectives --benchmark_counters_tabular=true
+//   build/bin/bench_cuda_collectives --benchmark_counters_tabular=true [--speeds-out=FILE]
+//
+// --speeds-out writes the device codec speeds it measures first (whole GPU, 64 MiB of Gaussian
+// bf16) as `zipccl plan --device-speeds FILE` reads them.
 //
 // Rows per op, data and link: `plain` (strategy::never), `compressed` (strategy::always on each
 // rank's stream alone), `pipelined` (strategy::always on a cuda::pipeline: codec kernels and
@@ -18,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -214,6 +218,14 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string speeds_out;  // our own flag, taken out before Google Benchmark sees the arguments
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--speeds-out=", 13) == 0) {
+      speeds_out = argv[i] + 13;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      --i;
+    }
   // 8 ranks on one GPU: a hardware queue each (before the first CUDA call; cuda_local.cuh)
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int devices = 0;
@@ -224,6 +236,26 @@ int main(int argc, char** argv) {
   if (!measure_codec()) {
     std::printf("the device codec could not be measured\n");
     return 1;
+  }
+  if (!speeds_out.empty()) {
+    cudaDeviceProp prop{};
+    (void)cudaGetDeviceProperties(&prop, 0);
+    const zipccl::collective_options opt;
+    const auto g = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>(per_rank, opt);
+    std::FILE* f = std::fopen(speeds_out.c_str(), "w");
+    bool ok = f != nullptr;
+    if (ok)
+      ok = std::fprintf(f,
+                        "# zipccl device codec speeds: bench_cuda_collectives, 64 MiB of Gaussian bf16, whole GPU, "
+                        "default options\ndevice %s\ndtype bf16\ncompress_gbps %.3f\ndecompress_gbps %.3f\n"
+                        "wire_ratio %.4f\n",
+                        prop.name, gpu_compress * 1e-9, gpu_decompress * 1e-9,
+                        static_cast<double>(per_rank * 2) / static_cast<double>(g.total_bytes())) >= 0;
+    if (f != nullptr && std::fclose(f) != 0) ok = false;
+    if (!ok) {
+      std::printf("cannot write %s\n", speeds_out.c_str());
+      return 1;
+    }
   }
   for (which w : {which::all_gather, which::reduce_scatter, which::all_reduce})
     for (const char* kind : {"gaussian", "real"})

@@ -124,7 +124,8 @@ fi
 if [ $bench_built = 1 ]; then
   timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
     >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
-  timeout 150 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
+  timeout 200 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
+    --speeds-out="$out/device-speeds.txt" \
     --benchmark_out="$out/bench_collectives.json" --benchmark_out_format=json >"$out/bench_collectives.log" 2>&1 &&
     note "collective benchmarks|ran|bench_collectives.log" || note "collective benchmarks|FAIL|see bench_collectives.log"
   if [ -x build-gpu/bin/bench_cuda_subspace ]; then

@@ -6,7 +6,7 @@
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
 //   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
 //                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R]
-//                     [--overlap O] [--json]
+//                     [--overlap O] [--device-speeds FILE [--ranks-per-gpu K]] [--json]
 //   zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--vq G,R,K] [--steps N] [--dtype ...]
 //                     [--seed S] [--json] IN          (built when a BLAS is found)
 //
@@ -54,7 +54,7 @@ constexpr const char* usage_text =
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
-    "                   [--ratio R] [--overlap O] [--json]\n"
+    "                   [--ratio R] [--overlap O] [--device-speeds FILE [--ranks-per-gpu K]] [--json]\n"
     "       zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--vq G,R,K] [--steps N]\n"
     "                   [--dtype bf16|fp16|fp32] [--seed S] [--json] IN\n";
 
@@ -80,6 +80,7 @@ args parse(int argc, char** argv) {
                                                    {"--bytes", true},   {"--link-gbps", true}, {"--latency-us", true},
                                                    {"--compress-gbps", true}, {"--decompress-gbps", true},
                                                    {"--ratio", true},        {"--overlap", true},
+                                                   {"--device-speeds", true}, {"--ranks-per-gpu", true},
                                                    {"--dim", true},          {"--rank", true},
                                                    {"--tokens", true},       {"--vocab", true},
                                                    {"--steps", true},        {"--seed", true},
@@ -376,6 +377,56 @@ double parse_positive(const std::string& s, const char* what) {
   return v;
 }
 
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out;
+}
+
+// A device speeds file, as bench_cuda_collectives --speeds-out writes it: `key value` lines
+// (device, dtype, compress_gbps, decompress_gbps, and optionally wire_ratio); '#' starts a comment.
+struct device_speeds {
+  std::string device;
+  zipccl::dtype type = zipccl::dtype::bf16;
+  double compress_bytes_per_second = 0, decompress_bytes_per_second = 0, ratio = 0;
+};
+device_speeds read_device_speeds(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw usage_error("cannot read " + path);
+  device_speeds ds;
+  bool have_type = false;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t sp = line.find(' ');
+    const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
+    const std::string where = path + ":" + std::to_string(n);
+    if (key == "device") {
+      ds.device = value;
+    } else if (key == "dtype") {
+      ds.type = dtype_from_name(value);
+      have_type = true;
+    } else if (key == "compress_gbps") {
+      ds.compress_bytes_per_second = parse_positive(value, (where + ": compress_gbps").c_str()) * 1e9;
+    } else if (key == "decompress_gbps") {
+      ds.decompress_bytes_per_second = parse_positive(value, (where + ": decompress_gbps").c_str()) * 1e9;
+    } else if (key == "wire_ratio") {
+      ds.ratio = parse_positive(value, (where + ": wire_ratio").c_str());
+    } else {
+      throw usage_error(where + ": unknown key '" + key + "'");
+    }
+  }
+  if (!have_type || ds.compress_bytes_per_second <= 0 || ds.decompress_bytes_per_second <= 0 || ds.device.empty())
+    throw usage_error(path + " needs device, dtype, compress_gbps and decompress_gbps lines");
+  return ds;
+}
+
 // The cost model's prediction for one call (collective/common.hpp), as `zipccl plan` prints it.
 int cmd_plan(const args& a) {
   if (!a.files.empty()) throw usage_error("plan takes no files");
@@ -395,6 +446,24 @@ int cmd_plan(const args& a) {
   m.compress_bytes_per_second = type == zipccl::dtype::fp32 ? 8e9 : 6e9;
   m.decompress_bytes_per_second = type == zipccl::dtype::fp16 ? 8e9 : 12e9;
   m.ratio = type == zipccl::dtype::bf16 ? 1.42 : type == zipccl::dtype::fp16 ? 1.12 : 1.17;
+  // the device executor: the device codec's speeds as bench_cuda_collectives measured them (whole
+  // GPU; shared by --ranks-per-gpu ranks), overlap 1 (pipelined: codec and transfers on two streams)
+  std::string codec_source = "host codec, development VM";
+  if (auto f = a.get("--device-speeds")) {
+    const device_speeds ds = read_device_speeds(*f);
+    if (ds.type != type)
+      throw usage_error(*f + " holds " + zipccl::dtype_name(ds.type) + " speeds; pass --dtype " +
+                        zipccl::dtype_name(ds.type) + " or a file for " + zipccl::dtype_name(type));
+    const double k = static_cast<double>(parse_uint(a.get("--ranks-per-gpu").value_or("1"), "--ranks-per-gpu"));
+    if (!(k >= 1 && k <= 1024)) throw usage_error("--ranks-per-gpu must be between 1 and 1024");
+    m.compress_bytes_per_second = ds.compress_bytes_per_second / k;
+    m.decompress_bytes_per_second = ds.decompress_bytes_per_second / k;
+    if (ds.ratio > 0) m.ratio = ds.ratio;
+    m.overlap = 1.0;
+    codec_source = "device codec measured on " + ds.device;
+  } else if (a.get("--ranks-per-gpu")) {
+    throw usage_error("--ranks-per-gpu goes with --device-speeds");
+  }
   if (auto v = a.get("--compress-gbps")) m.compress_bytes_per_second = parse_positive(*v, "--compress-gbps") * 1e9;
   if (auto v = a.get("--decompress-gbps")) m.decompress_bytes_per_second = parse_positive(*v, "--decompress-gbps") * 1e9;
   if (auto v = a.get("--ratio")) m.ratio = parse_positive(*v, "--ratio");
@@ -426,14 +495,18 @@ int cmd_plan(const args& a) {
   const char* path = chosen < plain ? (chosen < packed ? "mixed" : "compressed") : "plain";
   if (a.flag("--json")) {
     std::printf("{\"command\":\"plan\",\"op\":\"%s\",\"ranks\":%llu,\"bytes\":%llu,\"plain_seconds\":%.9g,"
-                "\"compressed_seconds\":%.9g,\"adaptive_seconds\":%.9g,\"adaptive_path\":\"%s\"}\n",
+                "\"compressed_seconds\":%.9g,\"adaptive_seconds\":%.9g,\"adaptive_path\":\"%s\","
+                "\"compress_bytes_per_second\":%.9g,\"decompress_bytes_per_second\":%.9g,\"ratio\":%.9g,"
+                "\"overlap\":%.9g,\"codec\":\"%s\"}\n",
                 op.c_str(), static_cast<unsigned long long>(ranks), static_cast<unsigned long long>(bytes), plain, packed,
-                chosen, path);
+                chosen, path, m.compress_bytes_per_second, m.decompress_bytes_per_second, m.ratio, m.overlap,
+                json_escape(codec_source).c_str());
   } else {
-    std::printf("%s of %llu bytes on %llu ranks, %.4g Gb/s links, %.3g us latency (%s, ratio %.3g, codec %.3g / %.3g GB/s)\n",
+    std::printf("%s of %llu bytes on %llu ranks, %.4g Gb/s links, %.3g us latency (%s, ratio %.3g, codec %.3g / %.3g GB/s:"
+                " %s; overlap %.2g)\n",
                 op.c_str(), static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(ranks),
                 m.link_bytes_per_second * 8 / 1e9, m.latency_seconds * 1e6, zipccl::dtype_name(type), m.ratio,
-                m.compress_bytes_per_second / 1e9, m.decompress_bytes_per_second / 1e9);
+                m.compress_bytes_per_second / 1e9, m.decompress_bytes_per_second / 1e9, codec_source.c_str(), m.overlap);
     std::printf("  plain      %12.6f ms\n  compressed %12.6f ms\n  adaptive   %12.6f ms (%s)\n", plain * 1e3,
                 packed * 1e3, chosen * 1e3, path);
   }

@@ -64,6 +64,9 @@ json)
   "$zipccl" plan --op reduce_scatter --ranks 4 --bytes 8000000 --link-gbps 400 --json >p_fast.json || fail=1
   "$zipccl" plan --op all_to_all --ranks 8 --bytes 64000000 --link-gbps 1 --json >p_a2a.json || fail=1
   "$zipccl" plan --op all_to_all --ranks 8 --bytes 64000000 --link-gbps 1 --overlap 0 --json >p_a2a0.json || fail=1
+  printf '# a speeds file as bench_cuda_collectives --speeds-out writes it\ndevice Some GPU "X"\ndtype bf16\ncompress_gbps 1600\ndecompress_gbps 2400\nwire_ratio 1.38\n' >speeds.txt
+  "$zipccl" plan --op all_reduce --ranks 64 --bytes 268435456 --link-gbps 400 \
+    --device-speeds speeds.txt --ranks-per-gpu 8 --json >p_dev.json || fail=1
   "$py" - <<'PY' || fail=1
 import json
 c = json.load(open('c.json')); d = json.load(open('d.json')); i = json.load(open('i.json'))
@@ -81,6 +84,9 @@ assert fast['adaptive_path'] == 'plain' and fast['adaptive_seconds'] == fast['pl
 a2a = json.load(open('p_a2a.json')); a2a0 = json.load(open('p_a2a0.json'))
 assert a2a['op'] == 'all_to_all' and a2a['adaptive_path'] == 'compressed', a2a
 assert a2a0['compressed_seconds'] > a2a['compressed_seconds'], (a2a, a2a0)  # no overlap: slower
+dev = json.load(open('p_dev.json'))
+assert abs(dev['compress_bytes_per_second'] - 200e9) < 1 and abs(dev['decompress_bytes_per_second'] - 300e9) < 1, dev
+assert dev['ratio'] == 1.38 and dev['overlap'] == 1 and 'Some GPU' in dev['codec'], dev  # the file's speeds, pipelined
 PY
   ;;
 errors)
@@ -107,6 +113,17 @@ errors)
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps -3
   one_line_error "$zipccl" plan --op broadcast --ranks 4 --bytes 100 --link-gbps 3
   one_line_error "$zipccl" plan --op all_to_all --ranks 4 --bytes 100 --link-gbps 3 --overlap 1.5
+  printf 'device G\ndtype fp16\ncompress_gbps 10\ndecompress_gbps 10\n' >speeds16.txt
+  printf 'device G\ndtype bf16\ncompress_gbps fast\ndecompress_gbps 10\n' >speeds_bad.txt
+  printf 'device G\ndtype bf16\ncompress_gbps 10\n' >speeds_short.txt
+  printf 'device G\ndtype bf16\ncompress_gbps 10\ndecompress_gbps 10\ncolour blue\n' >speeds_key.txt
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds missing.txt
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds16.txt
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds_bad.txt
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds_short.txt
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds_key.txt
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --ranks-per-gpu 8
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds16.txt --dtype fp16 --ranks-per-gpu 0
   "$zipccl" compress --dtype fp32 --checksum x.fp32 ok.zpc >/dev/null || fail=1
   head -c 1000 ok.zpc >trunc.zpc
   one_line_error "$zipccl" decompress trunc.zpc out.raw
