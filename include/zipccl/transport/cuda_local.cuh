@@ -29,7 +29,9 @@
 // the head of a hardware queue holds back whatever is queued behind it, its sender's post
 // included, so the ranks of one GPU need a hardware queue each: the world refuses more ranks per
 // GPU than CUDA_DEVICE_MAX_CONNECTIONS (8 unless set, up to 32, before the first CUDA call), and
-// creates its rank streams one after another so that they get distinct queues. Groups: between group_start() and
+// creates its rank streams one after another so that they get distinct queues (pipelined calls,
+// cuda/pipeline.cuh, use a second stream per rank: then 2 n queues; create the pipelines right
+// after the world). Groups: between group_start() and
 // group_end() a rank's sends are posted first, then its receives, then its sends wait, so ring
 // steps (send to r + 1, receive from r - 1) cannot deadlock. Outside a group a send is posted and
 // waits at once.

@@ -1,0 +1,152 @@
+// Shared by the device collective tests (gpu): every rank of a transport::cuda_local world as a
+// stream of one GPU (with a cuda::pipeline each), the host collectives' answer, and one call of a
+// collective on every rank, on one stream or pipelined.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <zipccl/collective.hpp>
+#include <zipccl/cuda/collective.cuh>
+#include <zipccl/transport/cuda_local.cuh>
+
+#include "cuda_test.cuh"
+#include "test_data.hpp"
+
+namespace zipccl::testing::device_collectives {
+
+using transport::cuda_local_transport;
+using transport::cuda_local_world;
+
+// Every rank's stream, pipeline (a transfer stream and events), status word and workspace.
+struct ranks_on_gpu {
+  int n;
+  std::vector<cudaStream_t> streams;
+  std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
+  status* statuses = nullptr;  // managed: n words
+  std::vector<std::unique_ptr<testing::device_buffer<std::uint8_t>>> ws;
+  explicit ranks_on_gpu(int ranks) : n(ranks), streams(static_cast<std::size_t>(ranks)) {
+    for (auto& s : streams) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    for (int r = 0; r < ranks; ++r) pipes.emplace_back(new zipccl::cuda::pipeline(1));
+    REQUIRE(cudaMallocManaged(&statuses, sizeof(status) * static_cast<std::size_t>(ranks)) == cudaSuccess);
+    for (int r = 0; r < ranks; ++r) statuses[r] = static_cast<status>(-1);
+  }
+  ~ranks_on_gpu() {
+    for (auto& s : streams) cudaStreamSynchronize(s);
+    pipes.clear();
+    for (auto& s : streams) cudaStreamDestroy(s);
+    cudaFree(statuses);
+  }
+  // Rank r's lanes: its stream alone, or pipelined with `slots` segment slots.
+  zipccl::cuda::lanes lanes(int r, bool pipelined, std::uint32_t slots = 1) {
+    if (!pipelined) return streams[static_cast<std::size_t>(r)];
+    REQUIRE(pipes[static_cast<std::size_t>(r)]->reserve(slots) == status::success);
+    return pipes[static_cast<std::size_t>(r)]->on(streams[static_cast<std::size_t>(r)]);
+  }
+  void workspace(std::uint64_t bytes) {
+    ws.clear();
+    for (int r = 0; r < n; ++r) ws.emplace_back(new testing::device_buffer<std::uint8_t>(bytes ? bytes : 1));
+  }
+  // Waits for every stream, at most `seconds`: a hang is a failure, not a stuck test.
+  bool finish(double seconds = 60) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::vector<cudaStream_t> all = streams;
+    for (auto& p : pipes) all.push_back(p->transfer_stream());
+    for (auto& s : all) {
+      cudaError_t e;
+      while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (e != cudaSuccess) return false;
+    }
+    return true;
+  }
+};
+
+template <class Codec>
+std::vector<typename Codec::bits_type> input_of(std::uint64_t n, int r) {
+  return testing::make_tensor<typename Codec::element_type>(n, 0.01 * (1 + r), testing::distribution::gaussian,
+                                                            1000 + static_cast<std::uint64_t>(r));
+}
+
+// The host collectives' answer (plain ring on transport::local): what every device path must give.
+template <class Codec>
+std::vector<std::vector<typename Codec::bits_type>> host_reference(int which, int n, std::uint64_t count, op reduction) {
+  using T = typename Codec::bits_type;
+  std::vector<std::vector<T>> out(static_cast<std::size_t>(n));
+  transport::local_world world(n);
+  world.run([&](transport::local_transport& t) {
+    const int r = t.rank();
+    collective_options opt;
+    if (which == 0) {  // all_gather
+      const auto in = input_of<Codec>(count, r);
+      out[r].resize(count * static_cast<std::uint64_t>(n));
+      REQUIRE(all_gather<Codec, strategy::never>(in.data(), out[r].data(), count, t, nullptr, 0, opt) == status::success);
+    } else if (which == 1) {  // reduce_scatter
+      const auto in = input_of<Codec>(count * static_cast<std::uint64_t>(n), r);
+      out[r].resize(count);
+      std::vector<std::uint8_t> ws(reduce_scatter_workspace<Codec, strategy::never>(count, opt));
+      REQUIRE(reduce_scatter<Codec, strategy::never>(in.data(), out[r].data(), count, reduction, t, ws.data(), ws.size(),
+                                                     opt) == status::success);
+    } else {  // all_reduce
+      const auto in = input_of<Codec>(count, r);
+      out[r].resize(count);
+      std::vector<std::uint8_t> ws(all_reduce_workspace<Codec, strategy::never>(count, n, opt));
+      REQUIRE(all_reduce<Codec, strategy::never>(in.data(), out[r].data(), count, reduction, t, ws.data(), ws.size(),
+                                                 opt) == status::success);
+    }
+  });
+  return out;
+}
+
+// Runs collective `which` (0 all_gather, 1 reduce_scatter, 2 all_reduce) on every rank of a
+// cuda_local world; returns every rank's output, and the statuses in g.statuses.
+template <class Codec, class Strategy>
+std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, std::uint64_t count, op reduction,
+                                                             const collective_options& opt, ranks_on_gpu& g,
+                                                             cuda_local_world& world, bool pipelined = false) {
+  using T = typename Codec::bits_type;
+  const std::uint64_t in_count = which == 1 ? count * static_cast<std::uint64_t>(n) : count;
+  const std::uint64_t out_count = which == 0 ? count * static_cast<std::uint64_t>(n) : count;
+  const std::uint64_t ws_bytes = which == 0   ? zipccl::cuda::all_gather_workspace<Codec, Strategy>(count, n, opt)
+                                 : which == 1 ? zipccl::cuda::reduce_scatter_workspace<Codec, Strategy>(count, opt)
+                                              : zipccl::cuda::all_reduce_workspace<Codec, Strategy>(count, n, opt);
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    const auto v = input_of<Codec>(in_count, r);
+    in.emplace_back(new testing::device_buffer<T>(in_count + 1));
+    in.back()->put(v.data(), in_count);
+    out.emplace_back(new testing::device_buffer<T>(out_count + 1));
+  }
+  const std::uint64_t block = which == 2 ? (count + static_cast<std::uint64_t>(n) - 1) / static_cast<std::uint64_t>(n) : count;
+  for (int r = 0; r < n; ++r) {
+    cuda_local_transport& t = world.rank(r);
+    const zipccl::cuda::lanes on = g.lanes(r, pipelined, zipccl::cuda::pipeline_slots(block, opt));
+    status s;
+    if (which == 0)
+      s = zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, g.ws[r]->p, ws_bytes, &g.statuses[r],
+                                                    on, opt);
+    else if (which == 1)
+      s = zipccl::cuda::reduce_scatter<Codec, Strategy>(in[r]->p, out[r]->p, count, reduction, t, g.ws[r]->p, ws_bytes,
+                                                        &g.statuses[r], on, opt);
+    else
+      s = zipccl::cuda::all_reduce<Codec, Strategy>(in[r]->p, out[r]->p, count, reduction, t, g.ws[r]->p, ws_bytes,
+                                                    &g.statuses[r], on, opt);
+    REQUIRE(s == status::success);
+  }
+  REQUIRE(g.finish());
+  std::vector<std::vector<T>> res;
+  for (int r = 0; r < n; ++r) res.push_back(out[r]->get(out_count));
+  return res;
+}
+
+inline const char* name_of(int which) { return which == 0 ? "all_gather" : which == 1 ? "reduce_scatter" : "all_reduce"; }
+
+}  // namespace zipccl::testing::device_collectives
