@@ -148,8 +148,13 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
   }
   const std::uint64_t block = w == which::all_reduce ? (count + ranks - 1) / ranks : count;
   for (int r = 0; r < ranks; ++r) cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking);
-  for (int r = 0; r < ranks; ++r)  // (right after the rank streams: hardware queues of their own)
-    if (pipelined) pipes.emplace_back(new zipccl::cuda::pipeline(zipccl::cuda::pipeline_slots(block, opt)));
+  for (int r = 0; r < ranks && pipelined; ++r) {  // on the world's transfer streams (queues of their own)
+    pipes.push_back(zipccl::cuda::make_pipeline(world.rank(r), zipccl::cuda::pipeline_slots(block, opt)));
+    if (!pipes.back()) {
+      state.SkipWithError("cuda_local refuses pipelined calls: too few hardware queues");
+      return;
+    }
+  }
   const auto lanes_of = [&](int r) { return pipelined ? pipes[r]->on(streams[r]) : zipccl::cuda::lanes(streams[r]); };
   for (int r = 0; r < ranks; ++r) {
     in.emplace_back(new zipccl::bench::device_mem(in_count * 2));

@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     rank_buffers& r = b[i];
     if (!mpi) CHECK_CUDA(cudaSetDevice(i));
     CHECK_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-    r.pipe = std::make_unique<zipccl::cuda::pipeline>(zipccl::cuda::pipeline_slots((count + ranks - 1) / ranks, opt));
+    r.pipe = zipccl::cuda::make_pipeline(ts[i], zipccl::cuda::pipeline_slots((count + ranks - 1) / ranks, opt));
     CHECK_CUDA(cudaMalloc(&r.grad, count * 2));
     CHECK_CUDA(cudaMalloc(&r.packed, count * 2));
     CHECK_CUDA(cudaMalloc(&r.plain, count * 2));

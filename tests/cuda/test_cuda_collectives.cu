@@ -495,12 +495,42 @@ TEST_CASE("pipelined lanes with too few segment slots are refused before anythin
   broken.events = nullptr;
   CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], broken,
                                     opt) == status::invalid_argument);
+  world.reset();
+  // cuda_local's stream rules hold for the caller's stream of a pipelined call too
+  CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                    g.pipes[0]->on(nullptr), opt) == status::invalid_argument);
+}
+
+TEST_CASE("a cuda_local world without two hardware queues per rank refuses pipelined calls; a communicator runs "
+          "them on one stream",
+          "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  const int n = 17;  // with CUDA_DEVICE_MAX_CONNECTIONS = 32 (run_gpu_tests): 17 queues, not 34
+  ranks_on_gpu g(1);
+  cuda_local_world world(n);
+  REQUIRE(world.transfer_stream(0) == nullptr);
+  CHECK(zipccl::cuda::make_pipeline(world.rank(0)) == nullptr);
+  communicator<C, strategy::always, cuda_local_transport> comm(world.rank(0));
+  CHECK_FALSE(comm.pipelined());
+  collective_options opt;
+  const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(100, n, opt);
+  g.workspace(ws_bytes);
+  testing::device_buffer<std::uint16_t> a(100), b(100 * n);
+  CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                    g.lanes(0, true, 1), opt) == status::invalid_argument);
+  cuda_local_world small(4);
+  CHECK(small.transfer_stream(3) != nullptr);
+  CHECK(communicator<C, strategy::always, cuda_local_transport>(small.rank(0)).pipelined());
 }
 
 TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a mismatch on both ends",
                         "[gpu][cuda_collective]", device_codecs) {
   using T = typename TestType::bits_type;
   collective_options opt;
+  opt.pipeline.segment_elems = 16384;  // several segments: one message each
+  // the two ends may run different executors: the messages are the same
+  const int mode = GENERATE(0, 1, 2);  // both on one stream, both pipelined, the sender pipelined only
+  INFO("mode " << mode);
   for (std::uint64_t count : {0ull, 1ull, 100001ull}) {
     INFO("count " << count);
     ranks_on_gpu g(2);
@@ -510,10 +540,10 @@ TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a misma
     const auto v = input_of<TestType>(count, 0);
     testing::device_buffer<T> a(count + 1), b(count + 1);
     a.put(v.data(), count);
-    REQUIRE(zipccl::cuda::send<TestType>(a.p, count, 1, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], g.streams[0], opt) ==
-            status::success);
-    REQUIRE(zipccl::cuda::recv<TestType>(b.p, count, 0, world.rank(1), g.ws[1]->p, ws_bytes, &g.statuses[1], g.streams[1], opt) ==
-            status::success);
+    REQUIRE(zipccl::cuda::send<TestType>(a.p, count, 1, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                         g.lanes(0, mode != 0), opt) == status::success);
+    REQUIRE(zipccl::cuda::recv<TestType>(b.p, count, 0, world.rank(1), g.ws[1]->p, ws_bytes, &g.statuses[1],
+                                         g.lanes(1, mode == 1), opt) == status::success);
     REQUIRE(g.finish());
     CHECK(g.statuses[0] == status::success);
     CHECK(g.statuses[1] == status::success);

@@ -36,8 +36,7 @@ struct ranks_on_gpu {
     REQUIRE(cudaMallocManaged(&statuses, sizeof(status) * static_cast<std::size_t>(ranks)) == cudaSuccess);
     for (int r = 0; r < ranks; ++r) statuses[r] = static_cast<status>(-1);
   }
-  ~ranks_on_gpu() {
-    for (auto& s : streams) cudaStreamSynchronize(s);
+  ~ranks_on_gpu() {  // (no synchronisation: after a hang that finish() caught it would not return)
     pipes.clear();
     for (auto& s : streams) cudaStreamDestroy(s);
     cudaFree(statuses);

@@ -17,10 +17,14 @@
 // Streams (cuda/pipeline.cuh): the last argument but the options is a cuda::lanes, which a plain
 // cudaStream_t converts to: the call then runs on that stream alone. With the lanes of a
 // cuda::pipeline (pipeline.on(stream)) the transport's operations run on the pipeline's transfer
-// stream, one segment (collective_options::pipeline.segment_elems elements) at a time, and the
-// codec kernels on `stream`, joined by events: a segment is decoded (reduce_scatter: decoded,
-// reduced and re-encoded in one fused kernel) while the next one is in flight, and a segment goes
-// out as soon as its kernel is done. Either way the call is ordered on `stream` as one piece.
+// stream and the codec kernels on `stream`, joined by events: a compressed segment
+// (collective_options::pipeline.segment_elems elements) is decoded (reduce_scatter: decoded,
+// reduced and re-encoded in one fused kernel) while the next one is in flight, and goes out as
+// soon as its kernel is done. Compressed blocks travel as one message per segment on both
+// executors (plain blocks and all_to_all's blocks as one message each), so ranks may mix them;
+// the one-stream executor codes a whole block per kernel. Either way the call is ordered on
+// `stream` as one piece. pipeline.depth bounds how far all_to_all codes ahead; the ring
+// collectives are bounded by their data (a segment goes out once the kernel that writes it is done).
 //
 // The outcome is written to *status_dev (device, managed or mapped memory) in stream order: the
 // rank's own first error (a corrupt or mismatched segment, a segment over its budget:
@@ -40,9 +44,10 @@
 // reduce_scatter, all_reduce as the two, pairwise all_to_all, send / recv; results are
 // bit-identical to the host collectives and to the plain device path (same reduction order and
 // precision). Chunks are the Tuning's (8,192 elements by default; opt.codec.chunk_elems is the
-// host's and is not used here). Workspace: a compressed all_gather keeps every block's wire
-// (about the compressed size of the output), reduce_scatter two wires of one block, all_to_all
-// one wire per peer and direction.
+// host's and is not used here). Workspace: a compressed all_gather on pipelined lanes keeps every
+// block's wire (about the compressed size of the output; on one stream two suffice: the size
+// functions take `pipelined`), reduce_scatter two wires of one block, all_to_all one wire per
+// peer and direction.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -132,9 +137,18 @@ inline bool options_ok(const collective_options& opt) {
   return opt.pipeline.depth >= 1 && opt.device_wire.spill_permille <= 4000;
 }
 
-// Pipelined lanes need their events, and `slots` of them for the segments that wait for a kernel.
-inline bool lanes_ok(const lanes& on, std::uint64_t slots) {
-  return !on.pipelined() || (on.events != nullptr && on.slots >= (slots ? slots : 1));
+// Pipelined lanes need their events, `slots` of them for the segments that wait for a kernel, and
+// a transport that takes pipelined calls (transfer_stream() not null where it has that member) on
+// a caller's stream its rules allow (accepts_stream, where it has that member).
+template <class Transport>
+bool lanes_ok(const Transport& t, const lanes& on, std::uint64_t slots) {
+  if (!on.pipelined()) return true;
+  if (on.events == nullptr || on.slots < (slots ? slots : 1)) return false;
+  if constexpr (transport::has_transfer_stream_v<Transport>)
+    if (t.transfer_stream() == nullptr) return false;
+  if constexpr (transport::has_accepts_stream_v<Transport>)
+    if (!t.accepts_stream(on.stream)) return false;
+  return true;
 }
 
 // The settings both ends must share on the device path: the Tuning's chunk, the segment size,
@@ -153,8 +167,8 @@ int* error_word(Transport& t) {
   else return nullptr;
 }
 
-// How a block's S segments are grouped into transfers: one segment each on pipelined lanes, the
-// whole block in one transfer on one stream.
+// How a block's S segments are grouped for the kernels: one segment each on pipelined lanes, the
+// whole block on one stream (every segment is a message of its own either way).
 struct batching {
   std::uint64_t segments = 0, per = 1;
   batching(std::uint64_t S, bool pipelined) : segments(S), per(pipelined || S == 0 ? 1 : S) {}
@@ -384,9 +398,17 @@ a2a_layout make_a2a_layout(const std::uint64_t* sendcounts, const std::uint64_t*
 
 // ---- workspace sizes ------------------------------------------------------------------------
 
+// The in wires of a compressed all_gather: every hop's on pipelined lanes, two on one stream.
+inline std::uint64_t gather_wires(int ranks, bool pipelined) {
+  const std::uint64_t hops = ranks > 1 ? static_cast<std::uint64_t>(ranks - 1) : 0;
+  return pipelined || hops < 2 ? hops : 2;
+}
+
+// pipelined: the size for pipelined lanes (the default, enough for both), or for one stream.
 template <class Codec, class Strategy = strategy::always, class Tuning = default_tuning>
-std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collective_options& opt = {}) {
-  const std::uint64_t in_wires = ranks > 1 ? static_cast<std::uint64_t>(ranks - 1) : 0;
+std::uint64_t all_gather_workspace(std::uint64_t count, int ranks, const collective_options& opt = {},
+                                   bool pipelined = true) {
+  const std::uint64_t in_wires = gather_wires(ranks, pipelined);
   return zipccl::collective::detail::workspace_for<Strategy>([&](auto path) -> std::uint64_t {
     constexpr bool packed = std::is_same_v<decltype(path), strategy::always>;
     return detail::with_align_slack(
@@ -405,12 +427,13 @@ std::uint64_t reduce_scatter_workspace(std::uint64_t recvcount, const collective
 }
 
 template <class Codec, class Strategy = strategy::always, class Tuning = default_tuning>
-std::uint64_t all_reduce_workspace(std::uint64_t count, int ranks, const collective_options& opt = {}) {
+std::uint64_t all_reduce_workspace(std::uint64_t count, int ranks, const collective_options& opt = {},
+                                   bool pipelined = true) {
   if (ranks < 1) return 0;
   const std::uint64_t per = (count + static_cast<std::uint64_t>(ranks) - 1) / static_cast<std::uint64_t>(ranks);
   const std::uint64_t padded = collective_detail::up(per * static_cast<std::uint64_t>(ranks) * Codec::element_size);
   const std::uint64_t rs = reduce_scatter_workspace<Codec, Strategy, Tuning>(per, opt);
-  const std::uint64_t ag = all_gather_workspace<Codec, Strategy, Tuning>(per, ranks, opt);
+  const std::uint64_t ag = all_gather_workspace<Codec, Strategy, Tuning>(per, ranks, opt, pipelined);
   return detail::with_align_slack(2 * padded + collective_detail::up(per * Codec::element_size) + (rs > ag ? rs : ag));
 }
 
@@ -449,11 +472,10 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
     constexpr bool packed = std::is_same_v<Strategy, strategy::always>;
     const int n = t.size(), r = t.rank();
     const std::uint64_t block = count * Codec::element_size;
-    const layout l =
-        make_layout<Codec, Tuning>(count, opt, packed, false, 0, n > 1 ? static_cast<std::uint64_t>(n - 1) : 0);
+    const layout l = make_layout<Codec, Tuning>(count, opt, packed, false, 0, gather_wires(n, on.pipelined()));
     if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
         !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1 ||
-        !lanes_ok(on, 0)) {
+        !lanes_ok(t, on, 0)) {
       t.abort(status::invalid_argument);
       return status::invalid_argument;
     }
@@ -476,11 +498,13 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
                        recv + static_cast<std::uint64_t>(st.recv_block) * block, block);
       }
     } else {
-      // Every hop's blocks land in a wire of their own and leave from it again, so the transfers
-      // never wait for a kernel after the first encoding; each batch is decoded once it is in.
+      // On pipelined lanes every hop's block lands in a wire of its own and leaves from it again,
+      // so the transfers never wait for a kernel after the first encoding (on one stream two
+      // wires take turns); each batch of segments is decoded once it is in.
       const auto g = geometry<Codec, Tuning>(count, opt);
       std::uint8_t* own = ws + l.wire_a;
-      const auto in_wire = [&](std::uint64_t k) { return ws + l.wire_b + k * l.wire_stride; };
+      const std::uint64_t turns = on.pipelined() ? ~std::uint64_t{0} : 2;
+      const auto in_wire = [&](std::uint64_t k) { return ws + l.wire_b + (k % turns) * l.wire_stride; };
       auto* spans = reinterpret_cast<std::uint64_t*>(ws + l.spans);
       if (s == status::success && sched.items() != 0)
         s = encode_block<Codec, Tuning>(c.stream, static_cast<const std::uint8_t*>(sendbuff), g, ws + l.stage_a, own,
@@ -491,9 +515,10 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
         for (std::uint64_t b = 0; b < bt.count() && s == status::success; ++b) {
           const std::uint64_t s0 = bt.first(b), s1 = bt.last(b);
           const zipccl::collective::step st = sched.at(k * S + s0);
-          const std::uint64_t w0 = g.seg_offset(s0), w1 = g.wire_end(s1);
           const std::uint8_t* from = k == 0 ? own : in_wire(k - 1);  // forwards what arrived in the step before
-          s = c.exchange(st.dst, from + w0, w1 - w0, st.src, in_wire(k) + w0, w1 - w0);
+          for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
+            s = c.exchange(st.dst, from + g.seg_offset(seg), g.seg_bytes(seg), st.src, in_wire(k) + g.seg_offset(seg),
+                           g.seg_bytes(seg));
           if (s == status::success) s = c.to_codec();
           if (s == status::success)
             s = unpack_block<Codec>(c.stream, in_wire(k), g, ws + l.stage_a, spans, c.key, stage0 + 2 + k, s0, s1);
@@ -535,7 +560,7 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
     if ((recvcount != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
         zipccl::collective::detail::reduce_overlaps(sendbuff, recvbuff, block, n) ||
         !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1 ||
-        !lanes_ok(on, packed ? S : 0)) {
+        !lanes_ok(t, on, packed && n > 1 ? S : 0)) {
       t.abort(status::invalid_argument);
       return status::invalid_argument;
     }
@@ -579,9 +604,11 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
         for (std::uint64_t b = 0; b < bt.count() && s == status::success; ++b) {
           const std::uint64_t s0 = bt.first(b), s1 = bt.last(b), i = k * S + s0;
           const zipccl::collective::step st = sched.at(i);
-          const std::uint64_t w0 = g.seg_offset(s0), w1 = g.wire_end(s1), stage = stage0 + 2 + k;
+          const std::uint64_t stage = stage0 + 2 + k;
           if (k > 0) s = c.await_ready(i);
-          if (s == status::success) s = c.exchange(st.dst, out + w0, w1 - w0, st.src, in + w0, w1 - w0);
+          for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
+            s = c.exchange(st.dst, out + g.seg_offset(seg), g.seg_bytes(seg), st.src, in + g.seg_offset(seg),
+                           g.seg_bytes(seg));
           if (s == status::success) s = c.to_codec();
           if (s == status::success) s = unpack_block<Codec>(c.stream, in, g, ws + l.stage_a, spans, c.key, stage, s0, s1);
           if (s != status::success) break;
@@ -648,12 +675,12 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
   const std::uint64_t elem = Codec::element_size;
   const std::uint64_t per = n > 0 ? (count + static_cast<std::uint64_t>(n) - 1) / static_cast<std::uint64_t>(n) : 0;
   const std::uint64_t padded = up(per * static_cast<std::uint64_t>(n) * elem);
-  const std::uint64_t need = all_reduce_workspace<Codec, Strategy, Tuning>(count, n, opt) - (temp_align - 1);
+  const std::uint64_t need = all_reduce_workspace<Codec, Strategy, Tuning>(count, n, opt, on.pipelined()) - (temp_align - 1);
   if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) || n < 1 ||
       !align_workspace(workspace, workspace_bytes, need) || status_dev == nullptr || !options_ok(opt) ||
-      !lanes_ok(on, std::is_same_v<Strategy, strategy::never>
-                        ? 0
-                        : zipccl::collective::segmentation(per, Tuning::chunk_elems, segment_elems(opt)).segments)) {
+      !lanes_ok(t, on, std::is_same_v<Strategy, strategy::never> || n < 2
+                           ? 0
+                           : zipccl::collective::segmentation(per, Tuning::chunk_elems, segment_elems(opt)).segments)) {
     t.abort(status::invalid_argument);
     return status::invalid_argument;
   }
@@ -710,7 +737,7 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
   const auto* send = static_cast<const std::uint8_t*>(sendbuff);
   auto* recv = static_cast<std::uint8_t*>(recvbuff);
   bool ok = n >= 1 && sendcounts != nullptr && sdispls != nullptr && recvcounts != nullptr && rdispls != nullptr &&
-            status_dev != nullptr && options_ok(opt) && lanes_ok(on, 1);
+            status_dev != nullptr && options_ok(opt) && lanes_ok(t, on, 1);
   for (int p = 0; ok && p < n; ++p)
     ok = (sendcounts[p] == 0 || sendbuff != nullptr) && (recvcounts[p] == 0 || recvbuff != nullptr);
   ok = ok && sendcounts[r] == recvcounts[r];
@@ -785,7 +812,7 @@ status p2p_run(bool sending, void* buf, std::uint64_t count, int peer, Transport
   const layout l = make_layout<Codec, Tuning>(count, opt, packed, false, 0, 0);
   if ((buf == nullptr && count != 0) || peer < 0 || peer >= t.size() || peer == t.rank() ||
       !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) ||
-      !lanes_ok(on, 1)) {
+      !lanes_ok(t, on, 1)) {
     t.abort(status::invalid_argument);
     return status::invalid_argument;
   }
@@ -813,15 +840,17 @@ status p2p_run(bool sending, void* buf, std::uint64_t count, int peer, Transport
                 : t.recv(peer, bytes, count * Codec::element_size, c.xfer);
   } else {
     for (std::uint64_t b = 0; b < bt.count() && s == status::success; ++b) {
-      const std::uint64_t s0 = bt.first(b), s1 = bt.last(b), w0 = g.seg_offset(s0), w1 = g.wire_end(s1);
+      const std::uint64_t s0 = bt.first(b), s1 = bt.last(b);
       if (sending) {
         s = encode_block<Codec, Tuning>(c.stream, bytes, g, ws + l.stage_a, wire, opt.codec.checksum, cb, c.key, 1, s0,
                                         s1);
         if (s == status::success) s = c.ready(b);
         if (s == status::success) s = c.await_ready(b);
-        if (s == status::success) s = t.send(peer, wire + w0, w1 - w0, c.xfer);
+        for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
+          s = t.send(peer, wire + g.seg_offset(seg), g.seg_bytes(seg), c.xfer);
       } else {
-        s = t.recv(peer, wire + w0, w1 - w0, c.xfer);
+        for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
+          s = t.recv(peer, wire + g.seg_offset(seg), g.seg_bytes(seg), c.xfer);
         if (s == status::success) s = c.to_codec();
         if (s == status::success) s = unpack_block<Codec>(c.stream, wire, g, ws + l.stage_a, spans, c.key, 2, s0, s1);
         if (s == status::success)

@@ -9,9 +9,11 @@
 //   cudaStreamSynchronize(stream);
 //   if (zc.result() != zipccl::status::success) ...                 // the call's outcome
 //
-// Calls are pipelined (cuda/pipeline.cuh): the communicator owns a cuda::pipeline, a transfer
-// stream and its events, so that the codec kernels of one segment overlap the transfer of
-// another (pipelined = false at construction: every call on its stream alone). A call grows the
+// Calls are pipelined (cuda/pipeline.cuh): the communicator holds a cuda::pipeline (make_pipeline:
+// the transport's transfer stream where it has one, else a stream of its own on the current
+// device), so that the codec kernels of one segment overlap the transfer of another. It runs
+// every call on its stream alone when constructed with pipelined = false, or when the transport
+// cannot take pipelined calls (transport::cuda_local with fewer than 2 hardware queues per rank). A call grows the
 // workspace on its stream when it needs more (cudaMallocAsync; the old block is freed in stream
 // order), and the pipeline's event slots likewise. Growing is refused while the stream is being
 // captured (invalid_argument): run a call once, or reserve(), before capturing it. result() reads the
@@ -50,7 +52,7 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
   explicit communicator(Transport& t, const collective_options& opt = {}, const codebook_type& cb = {},
                         bool pipelined = true)
       : t_(t), opt_(opt), cb_(cb), ws_(cudaStream_t{}) {
-    if (pipelined) pipe_ = std::make_unique<cuda::pipeline>(1);
+    if (pipelined) pipe_ = cuda::make_pipeline(t, 1);
     void* p = nullptr;
     if (cudaHostAlloc(&p, sizeof(status), cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
       throw error(status::cuda_error, "zipccl::communicator: cudaHostAlloc of the status word");
@@ -74,33 +76,33 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
   status result() const { return *static_cast<const volatile status*>(status_); }
   bool pipelined() const { return pipe_ != nullptr; }
   // Grows the workspace now, on `stream`, and the pipeline to `slots` (cuda::pipeline_slots of
-  // the largest block), before capturing calls in a graph.
+  // the largest block; all_to_all codes min(options().pipeline.depth, slots) blocks ahead), before
+  // capturing calls in a graph.
   status reserve(std::uint64_t bytes, cudaStream_t stream, std::uint32_t slots = 1) {
-    const status s = grow(bytes, stream);
-    return s == status::success ? grow_slots(slots, stream) : s;
+    return prepare(bytes, slots, slots, stream);
   }
 
   status all_gather(const void* sendbuff, void* recvbuff, std::uint64_t count, cudaStream_t stream,
                     status* status_dev = nullptr) {
-    const std::uint64_t need = cuda::all_gather_workspace<Codec, Strategy, tuning>(count, t_.size(), opt_);
-    if (const status s = prepare(need, 1, stream); s != status::success) return refuse(s);
+    const std::uint64_t need = cuda::all_gather_workspace<Codec, Strategy, tuning>(count, t_.size(), opt_, pipelined());
+    if (const status s = prepare(need, 1, 1, stream); s != status::success) return refuse(s);
     return cuda::all_gather<Codec, Strategy, tuning>(sendbuff, recvbuff, count, t_, ws_.data(), ws_.bytes(),
                                                      out(status_dev), on(stream), opt_, cb_);
   }
   status reduce_scatter(const void* sendbuff, void* recvbuff, std::uint64_t recvcount, op reduction,
                         cudaStream_t stream, status* status_dev = nullptr) {
     const std::uint64_t need = cuda::reduce_scatter_workspace<Codec, Strategy, tuning>(recvcount, opt_);
-    if (const status s = prepare(need, cuda::pipeline_slots(recvcount, opt_), stream); s != status::success)
-      return refuse(s);
+    const std::uint32_t slots = cuda::pipeline_slots<tuning>(recvcount, opt_);
+    if (const status s = prepare(need, slots, slots, stream); s != status::success) return refuse(s);
     return cuda::reduce_scatter<Codec, Strategy, tuning>(sendbuff, recvbuff, recvcount, reduction, t_, ws_.data(),
                                                          ws_.bytes(), out(status_dev), on(stream), opt_, cb_);
   }
   status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op reduction, cudaStream_t stream,
                     status* status_dev = nullptr) {
-    const std::uint64_t need = cuda::all_reduce_workspace<Codec, Strategy, tuning>(count, t_.size(), opt_);
+    const std::uint64_t need = cuda::all_reduce_workspace<Codec, Strategy, tuning>(count, t_.size(), opt_, pipelined());
     const std::uint64_t n = static_cast<std::uint64_t>(t_.size() > 0 ? t_.size() : 1);
-    if (const status s = prepare(need, cuda::pipeline_slots((count + n - 1) / n, opt_), stream); s != status::success)
-      return refuse(s);
+    const std::uint32_t slots = cuda::pipeline_slots<tuning>((count + n - 1) / n, opt_);
+    if (const status s = prepare(need, slots, slots, stream); s != status::success) return refuse(s);
     return cuda::all_reduce<Codec, Strategy, tuning>(sendbuff, recvbuff, count, reduction, t_, ws_.data(), ws_.bytes(),
                                                      out(status_dev), on(stream), opt_, cb_);
   }
@@ -109,32 +111,33 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
                     void* recvbuff, const std::uint64_t* recvcounts, const std::uint64_t* rdispls, cudaStream_t stream,
                     status* status_dev = nullptr) {
     const std::uint64_t need = cuda::all_to_all_workspace<Codec, Strategy, tuning>(sendcounts, recvcounts, t_.size(), opt_);
-    if (const status s = prepare(need, opt_.pipeline.depth, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, opt_.pipeline.depth, 1, stream); s != status::success) return refuse(s);
     return cuda::all_to_all<Codec, Strategy, tuning>(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, t_,
                                                      ws_.data(), ws_.bytes(), out(status_dev), on(stream), opt_, cb_);
   }
   status send(const void* sendbuff, std::uint64_t count, int peer, cudaStream_t stream, status* status_dev = nullptr) {
     const std::uint64_t need = cuda::send_recv_workspace<Codec, Strategy, tuning>(count, opt_);
-    if (const status s = prepare(need, 1, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, 1, 1, stream); s != status::success) return refuse(s);
     return cuda::send<Codec, Strategy, tuning>(sendbuff, count, peer, t_, ws_.data(), ws_.bytes(), out(status_dev),
                                                on(stream), opt_, cb_);
   }
   status recv(void* recvbuff, std::uint64_t count, int peer, cudaStream_t stream, status* status_dev = nullptr) {
     const std::uint64_t need = cuda::send_recv_workspace<Codec, Strategy, tuning>(count, opt_);
-    if (const status s = prepare(need, 1, stream); s != status::success) return refuse(s);
+    if (const status s = prepare(need, 1, 1, stream); s != status::success) return refuse(s);
     return cuda::recv<Codec, Strategy, tuning>(recvbuff, count, peer, t_, ws_.data(), ws_.bytes(), out(status_dev),
                                                on(stream), opt_);
   }
 
  private:
-  status prepare(std::uint64_t bytes, std::uint32_t slots, cudaStream_t stream) {
+  // The workspace, and `want` slots where they can grow (not in a capture); `need` at least.
+  status prepare(std::uint64_t bytes, std::uint32_t want, std::uint32_t need, cudaStream_t stream) {
     const status s = grow(bytes, stream);
-    return s == status::success ? grow_slots(slots, stream) : s;
+    return s == status::success ? grow_slots(want, need, stream) : s;
   }
-  status grow_slots(std::uint32_t slots, cudaStream_t stream) {
-    if (!pipe_ || slots <= pipe_->slots()) return status::success;
-    if (capturing(stream)) return status::invalid_argument;
-    return pipe_->reserve(slots);
+  status grow_slots(std::uint32_t want, std::uint32_t need, cudaStream_t stream) {
+    if (!pipe_ || want <= pipe_->slots()) return status::success;
+    if (capturing(stream)) return need <= pipe_->slots() ? status::success : status::invalid_argument;
+    return pipe_->reserve(want);
   }
   static bool capturing(cudaStream_t stream) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;

@@ -1,39 +1,48 @@
 // zipccl: where a device collective runs. cuda::lanes names the streams of one call; a
-// cuda::pipeline owns what a pipelined call needs beyond the caller's stream.
+// cuda::pipeline owns (or borrows) what a pipelined call needs beyond the caller's stream.
 //
-//   zipccl::cuda::pipeline p(zipccl::cuda::pipeline_slots(count, opt));   // once, outside any capture
-//   zipccl::cuda::all_gather<C>(send, recv, count, t, ws, bytes, status_dev, p.on(stream), opt);
+//   auto p = zipccl::cuda::make_pipeline(transport, zipccl::cuda::pipeline_slots(count, opt));  // once
+//   zipccl::cuda::all_gather<C>(send, recv, count, transport, ws, bytes, status_dev, p->on(stream), opt);
 //
-// A plain cudaStream_t converts to lanes: the call runs on that one stream, the codec kernels and
-// the transport's operations one after another. With a pipeline the transport's operations run
-// on the pipeline's transfer stream and the codec kernels on the caller's, joined by events
-// segment by segment, so that the kernels of one segment overlap the transfer of another (the
-// segments are collective_options::pipeline.segment_elems elements, as on the wire). The call
-// still starts after the work enqueued on the caller's stream before it, and the work enqueued
-// there after it waits for the whole call (the transfer stream forks from the caller's stream
-// and joins it again, so a pipelined call can be captured in a CUDA graph as one piece).
+// A plain cudaStream_t (or anything that converts to one) converts to lanes: the call runs on that
+// one stream, the codec kernels and the transport's operations one after another. With a
+// pipeline the transport's operations run on the pipeline's transfer stream and the codec kernels
+// on the caller's, joined by events segment by segment, so that the kernels of one segment
+// overlap the transfer of another (segments of collective_options::pipeline.segment_elems
+// elements; a segment is one message on both executors, so ranks may mix them). The call still
+// starts after the work enqueued on the caller's stream before it, and the work enqueued there
+// after it waits for the whole call (the transfer stream forks from the caller's stream and joins
+// it again, also on errors, so a pipelined call can be captured in a CUDA graph as one piece).
 //
 // Events: two for the joins and `slots` for the segments that wait for a kernel before they go
 // out (a reduce_scatter's re-encoded segments: one slot per segment of a block; an all_to_all's
 // blocks coded ahead: up to pipeline.depth). pipeline_slots() says how many a block size needs;
 // a pipelined call with too few is refused (invalid_argument), as a workspace too small is.
-// A pipeline serves one call at a time (its events are reused from call to call in stream order).
 //
-// transport::cuda_local: every rank's transfer stream must have a hardware queue of its own, as
-// its rank stream does, so a pipelined world of n ranks on one GPU wants
-// CUDA_DEVICE_MAX_CONNECTIONS >= 2 n (create the pipelines right after the world).
+// Rules: one pipeline per rank and transport (calls through one pipeline share its transfer
+// stream, so two ranks, or two communicators enqueued in different orders, would wait on each
+// other in it); one call at a time (its events are reused from call to call in host enqueue
+// order); lanes from on() hold a pointer to the events: take them again after reserve(). The
+// transfer stream is created on the current device (make the pipeline with the rank's GPU
+// current), or borrowed from the transport: make_pipeline() takes the transport's
+// transfer_stream() where it has one (transport::cuda_local: a stream with a hardware queue of its
+// own, see cuda_local.cuh) and gives nullptr where the transport says it cannot pipeline.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "../collective/common.hpp"
 #include "../collective/detail/fixed_wire.hpp"
 #include "../collective/schedule.hpp"
 #include "../error.hpp"
+#include "../transport/device.hpp"
 #include "runtime.cuh"
+#include "tuning.cuh"
 
 namespace zipccl::cuda {
 
@@ -45,7 +54,12 @@ struct lanes {
   std::uint32_t slots = 0;
 
   lanes() = default;
-  lanes(cudaStream_t s) : stream(s) {}  // NOLINT: a stream is the one-stream executor
+  // A stream (or a wrapper that converts to one, such as a framework's stream class) is the
+  // one-stream executor.
+  template <class S, std::enable_if_t<std::is_convertible_v<const S&, cudaStream_t> &&
+                                          !std::is_same_v<std::decay_t<S>, lanes>,
+                                      int> = 0>
+  lanes(const S& s) : stream(static_cast<cudaStream_t>(s)) {}  // NOLINT: implicit on purpose
   lanes(cudaStream_t s, cudaStream_t x, const cudaEvent_t* ev, std::uint32_t n)
       : stream(s), transfer(x), events(ev), slots(n) {}
   bool pipelined() const { return transfer != nullptr && transfer != stream; }
@@ -55,22 +69,32 @@ struct lanes {
 // segment of a block (reduce_scatter, all_reduce with block_count = ceil(count / ranks)), at
 // least one (all_gather, send, recv and all_to_all run with any number: all_to_all codes up to
 // min(slots, pipeline.depth) blocks ahead).
-inline std::uint32_t pipeline_slots(std::uint64_t block_count, const collective_options& opt = {}) {
-  const collective::segmentation seg(block_count, collective::detail::device_chunk_elems,
+template <class Tuning = default_tuning>
+std::uint32_t pipeline_slots(std::uint64_t block_count, const collective_options& opt = {}) {
+  const collective::segmentation seg(block_count, Tuning::chunk_elems,
                                      collective::detail::device_segment_elems(opt.pipeline.segment_elems));
   const std::uint64_t n = seg.segments > 1 ? seg.segments : 1;
   return n > 0xFFFFFFu ? 0xFFFFFFu : static_cast<std::uint32_t>(n);
 }
 
-// Owns a transfer stream (non-blocking) and the events; on() lends them to one call at a time.
+// A transfer stream (its own, non-blocking, or borrowed) and the events; on() lends them to one
+// call at a time.
 class pipeline {
  public:
   // Throws zipccl::error (cuda_error) when CUDA refuses the stream or the events.
-  explicit pipeline(std::uint32_t slots = 1) {
+  explicit pipeline(std::uint32_t slots = 1) : owned_(true) {
     if (cudaStreamCreateWithFlags(&transfer_, cudaStreamNonBlocking) != cudaSuccess) {
       transfer_ = nullptr;
       throw error(status::cuda_error, "cuda::pipeline: cudaStreamCreateWithFlags");
     }
+    if (reserve(slots) != status::success) {
+      release();
+      throw error(status::cuda_error, "cuda::pipeline: cudaEventCreateWithFlags");
+    }
+  }
+  // On a transfer stream of the caller's (not destroyed with the pipeline).
+  pipeline(cudaStream_t transfer, std::uint32_t slots) : transfer_(transfer), owned_(false) {
+    if (transfer == nullptr) throw error(status::invalid_argument, "cuda::pipeline: a null transfer stream");
     if (reserve(slots) != status::success) {
       release();
       throw error(status::cuda_error, "cuda::pipeline: cudaEventCreateWithFlags");
@@ -100,11 +124,26 @@ class pipeline {
   void release() {
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
     events_.clear();
-    if (transfer_) (void)cudaStreamDestroy(transfer_);  // (released once its work is done)
+    if (transfer_ && owned_) (void)cudaStreamDestroy(transfer_);  // (released once its work is done)
     transfer_ = nullptr;
   }
   cudaStream_t transfer_ = nullptr;
+  bool owned_ = true;
   std::vector<cudaEvent_t> events_;
 };
+
+// A pipeline for one rank of a device transport: on the transport's transfer_stream() where it
+// has that member (nullptr when that is null: the transport cannot take pipelined calls), else on
+// a stream of its own. Throws zipccl::error (cuda_error) as pipeline's constructors do.
+template <class Transport>
+std::unique_ptr<pipeline> make_pipeline(const Transport& t, std::uint32_t slots = 1) {
+  if constexpr (transport::has_transfer_stream_v<Transport>) {
+    const cudaStream_t x = t.transfer_stream();
+    return x ? std::make_unique<pipeline>(x, slots) : nullptr;
+  } else {
+    (void)t;
+    return std::make_unique<pipeline>(slots);
+  }
+}
 
 }  // namespace zipccl::cuda

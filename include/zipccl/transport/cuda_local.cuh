@@ -29,9 +29,12 @@
 // the head of a hardware queue holds back whatever is queued behind it, its sender's post
 // included, so the ranks of one GPU need a hardware queue each: the world refuses more ranks per
 // GPU than CUDA_DEVICE_MAX_CONNECTIONS (8 unless set, up to 32, before the first CUDA call), and
-// creates its rank streams one after another so that they get distinct queues (pipelined calls,
-// cuda/pipeline.cuh, use a second stream per rank: then 2 n queues; create the pipelines right
-// after the world). Groups: between group_start() and
+// creates its rank streams one after another so that they get distinct queues. Pipelined calls
+// (cuda/pipeline.cuh) run a rank's transfers on a second stream: the world creates those right
+// after the rank streams when every GPU has 2 queues per rank (transfer_stream(r); else nullptr,
+// and the collectives refuse pipelined lanes on this transport); make_pipeline(rank) uses it, and
+// the pipelined collectives refuse a caller's stream the rules above refuse (accepts_stream).
+// Groups: between group_start() and
 // group_end() a rank's sends are posted first, then its receives, then its sends wait, so ring
 // steps (send to r + 1, receive from r - 1) cannot deadlock. Outside a group a send is posted and
 // waits at once.
@@ -234,6 +237,11 @@ class cuda_local_transport {
   // to a status code to end the world from the device; the device collectives do so when the
   // ranks' calls differ, so that no rank waits for a message that will never come.
   inline int* device_error_word();
+  // Optional members of the concept for pipelined calls: the world's transfer stream for this
+  // rank (nullptr: too few hardware queues, pipelined calls are refused), and whether a stream
+  // may carry this rank's work (non-blocking, not the legacy or per-thread default stream).
+  inline cudaStream_t transfer_stream() const;
+  inline bool accepts_stream(cudaStream_t stream) const;
   int device() const { return device_; }
 
  private:
@@ -302,9 +310,11 @@ class cuda_local_world {
     // another, so up to that many ranks per GPU get a queue each.
     const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
     const int queues = env && std::atoi(env) > 0 ? std::atoi(env) : 8;
+    bool pipelinable = true;  // a second queue per rank for its transfers (cuda/pipeline.cuh)
     for (int d : devices) {
       int on_d = 0;
       for (int r = 0; r < ranks; ++r) on_d += devices[static_cast<std::size_t>(r) % devices.size()] == d ? 1 : 0;
+      pipelinable = pipelinable && 2 * on_d <= queues;
       if (on_d > queues)
         throw error(status::invalid_argument,
                     "cuda_local_world: more ranks on one GPU than hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS "
@@ -345,6 +355,16 @@ class cuda_local_world {
       }
       streams_.push_back(st);
     }
+    // the ranks' transfer streams, right after their rank streams: queues of their own
+    for (int r = 0; r < ranks && pipelinable; ++r) {
+      const cuda_local_detail::device_scope on(devices[static_cast<std::size_t>(r) % devices.size()]);
+      cudaStream_t st = nullptr;
+      if (!on.ok() || cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {
+        release();
+        throw error(status::cuda_error, "cuda_local_world: cudaStreamCreateWithFlags");
+      }
+      transfer_streams_.push_back(st);
+    }
   }
   cuda_local_world(const cuda_local_world&) = delete;
   cuda_local_world& operator=(const cuda_local_world&) = delete;
@@ -355,6 +375,12 @@ class cuda_local_world {
   // Rank r's stream, created by the world (non-blocking, on the rank's GPU, one hardware queue
   // per rank): use it, or a stream of your own created right after it, for rank r's calls.
   cudaStream_t stream(int r) const { return streams_.at(static_cast<std::size_t>(r)); }
+  // Rank r's transfer stream for pipelined calls (cuda/pipeline.cuh), created by the world right
+  // after the rank streams so that it has a hardware queue of its own; nullptr when the GPU has
+  // fewer than 2 queues per rank (CUDA_DEVICE_MAX_CONNECTIONS), and pipelined calls are refused.
+  cudaStream_t transfer_stream(int r) const {
+    return transfer_streams_.empty() ? nullptr : transfer_streams_.at(static_cast<std::size_t>(r));
+  }
   const link_model& link() const { return link_; }
 
   // success, or the error that ended the world (any rank's abort, a mismatched size).
@@ -391,7 +417,9 @@ class cuda_local_world {
   }
   void release() {
     for (cudaStream_t st : streams_) (void)cudaStreamDestroy(st);
+    for (cudaStream_t st : transfer_streams_) (void)cudaStreamDestroy(st);
     streams_.clear();
+    transfer_streams_.clear();
     if (base_) (void)cudaFree(base_);
     if (abort_) (void)cudaFreeHost(abort_);
     base_ = nullptr;
@@ -410,7 +438,7 @@ class cuda_local_world {
   link_model link_;
   std::size_t bytes_ = 0;
   int home_ = 0;  // the GPU that holds the mailboxes
-  std::vector<cudaStream_t> streams_;
+  std::vector<cudaStream_t> streams_, transfer_streams_;
   unsigned char* base_ = nullptr;
   int* abort_ = nullptr;
   cuda_local_detail::link_clock* clocks_ = nullptr;
@@ -420,15 +448,20 @@ class cuda_local_world {
 
 int cuda_local_transport::size() const { return world_->n_; }
 
-status cuda_local_transport::check(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) const {
-  if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+cudaStream_t cuda_local_transport::transfer_stream() const { return world_->transfer_stream(rank_); }
+
+bool cuda_local_transport::accepts_stream(cudaStream_t stream) const {
   // the legacy default stream, and blocking streams that wait for it, would make any
   // device-synchronising call of the host (cudaMemcpy, cudaFree) wait for a rank that waits for
   // a rank not yet enqueued
   unsigned flags = 0;
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
-      cudaStreamGetFlags(stream, &flags) != cudaSuccess || (flags & cudaStreamNonBlocking) == 0)
-    return status::invalid_argument;
+  return !(stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
+           cudaStreamGetFlags(stream, &flags) != cudaSuccess || (flags & cudaStreamNonBlocking) == 0);
+}
+
+status cuda_local_transport::check(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) const {
+  if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+  if (!accepts_stream(stream)) return status::invalid_argument;
   if (world_->error_state() != status::success) return status::peer_failed;
   return status::success;
 }

@@ -32,6 +32,15 @@
 // when the counts differ, could wait for messages that never come (with NCCL the caller then
 // ends the communicator: async_error() and abort()).
 //
+// Optional, for pipelined calls (cuda/pipeline.cuh: the transport's operations on a second stream):
+//   cudaStream_t transfer_stream() const;  the stream this rank's transfers should run on
+//       (cuda::make_pipeline uses it), or nullptr when the transport cannot take pipelined calls:
+//       the collectives then refuse pipelined lanes (invalid_argument). transport::cuda_local has
+//       one per rank when the GPU has hardware queues for it.
+//   bool accepts_stream(cudaStream_t) const;  whether the caller's kernel stream may carry this
+//       rank's work; the pipelined collectives check the caller's stream with it (their transfers
+//       go to the transfer stream, which the transport checks itself).
+//
 // Calls return invalid_argument for a bad peer or a null buffer with a non-zero size, cuda_error
 // when enqueueing failed (cuda::last_error() tells why), peer_failed once the communicator has
 // ended. zipccl provides transport::cuda_local (N ranks as N streams of one process: the test bed
@@ -82,6 +91,24 @@ struct has_device_error_word<T, std::void_t<decltype(std::declval<T&>().device_e
 
 template <class T>
 inline constexpr bool has_device_error_word_v = detail::has_device_error_word<T>::value;
+
+namespace detail {
+template <class T, class = void>
+struct has_transfer_stream : std::false_type {};
+template <class T>
+struct has_transfer_stream<T, std::void_t<decltype(std::declval<const T&>().transfer_stream())>>
+    : std::is_same<decltype(std::declval<const T&>().transfer_stream()), cudaStream_t> {};
+template <class T, class = void>
+struct has_accepts_stream : std::false_type {};
+template <class T>
+struct has_accepts_stream<T, std::void_t<decltype(std::declval<const T&>().accepts_stream(cudaStream_t{}))>>
+    : std::is_same<decltype(std::declval<const T&>().accepts_stream(cudaStream_t{})), bool> {};
+}  // namespace detail
+
+template <class T>
+inline constexpr bool has_transfer_stream_v = detail::has_transfer_stream<T>::value;
+template <class T>
+inline constexpr bool has_accepts_stream_v = detail::has_accepts_stream<T>::value;
 
 // Whether T models the device transport concept above.
 template <class T>

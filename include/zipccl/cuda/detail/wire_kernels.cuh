@@ -79,13 +79,10 @@ struct wire_geometry {
   }
   ZIPCCL_HOST_DEVICE std::uint64_t stride() const { return format::chunk_layout<typename Codec::element_type>::stored_bytes(chunk); }
   ZIPCCL_HOST_DEVICE std::uint64_t staging_bytes() const { return chunks() * stride(); }
-  // Segments [s0, s1): their chunks [chunk_begin, chunk_end) and wire bytes [seg_offset(s0), wire_end).
+  // Segments [s0, s1): their chunks [chunk_begin(s0), chunk_end(s1)).
   ZIPCCL_HOST_DEVICE std::uint64_t chunk_begin(std::uint64_t s0) const { return s0 * per_seg; }
   ZIPCCL_HOST_DEVICE std::uint64_t chunk_end(std::uint64_t s1) const {
     return s1 * per_seg < chunks() ? s1 * per_seg : chunks();
-  }
-  ZIPCCL_HOST_DEVICE std::uint64_t wire_end(std::uint64_t s1) const {
-    return s1 >= segments ? total_bytes() : seg_offset(s1);
   }
 };
 
