@@ -140,8 +140,19 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
   zipccl::transport::cuda_local_world world(ranks, zipccl::transport::link_model{link_gbps * 1e9, 5e-6});
   std::vector<std::unique_ptr<zipccl::bench::device_mem>> in, out, ws;
   std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
-  std::vector<cudaStream_t> streams(ranks);
+  std::vector<cudaStream_t> streams(ranks, nullptr);
   zipccl::status* st = nullptr;
+  struct cleanup {  // on every return: the pipelines, then the streams and the status words
+    std::vector<std::unique_ptr<zipccl::cuda::pipeline>>& pipes;
+    std::vector<cudaStream_t>& streams;
+    zipccl::status*& st;
+    ~cleanup() {
+      pipes.clear();
+      for (auto s : streams)
+        if (s) cudaStreamDestroy(s);
+      cudaFree(st);
+    }
+  } done{pipes, streams, st};
   if (cudaMallocManaged(&st, sizeof(zipccl::status) * ranks) != cudaSuccess) {
     state.SkipWithError("cudaMallocManaged failed");
     return;
@@ -215,9 +226,6 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
   }
   state.counters["enqueue_us"] = enqueue * 1e6;
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in_count * 2));
-  pipes.clear();
-  for (auto s : streams) cudaStreamDestroy(s);
-  cudaFree(st);
 }
 
 }  // namespace

@@ -78,7 +78,9 @@ int main() {
   for (int r = 0; r < n; ++r) {
     std::vector<std::uint16_t> v(count);
     for (std::uint64_t i = 0; i < count; ++i) v[i] = static_cast<std::uint16_t>(0x3C00 + (i * 37 + r * 11) % 512);
-    if (cudaStreamCreate(&streams[r]) != cudaSuccess || cudaMalloc(&in[r], count * 2) != cudaSuccess ||
+    // non-blocking: cuda_local refuses streams that wait for the legacy default stream
+    if (cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc(&in[r], count * 2) != cudaSuccess ||
         cudaMalloc(&packed[r], count * 2 * n) != cudaSuccess || cudaMalloc(&plain[r], count * 2 * n) != cudaSuccess ||
         cudaMalloc(&ws[r], ws_bytes) != cudaSuccess ||
         cudaMemcpy(in[r], v.data(), count * 2, cudaMemcpyHostToDevice) != cudaSuccess)

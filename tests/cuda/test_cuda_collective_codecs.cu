@@ -28,20 +28,7 @@ TEMPLATE_LIST_TEST_CASE("every codec: device collectives equal the host collecti
       for (int which = 0; which < 3; ++which) {
         const op reduction = which == 2 && n == 3 ? op::avg : op::sum;
         INFO(name_of(which) << ", " << n << " ranks, count " << count);
-        ranks_on_gpu g(n);
-        cuda_local_world world(n);
-        const auto want = host_reference<TestType>(which, n, count, reduction);
-        const auto packed = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world);
-        for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
-        const auto piped = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world, true);
-        for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
-        const auto plain = on_device<TestType, strategy::never>(which, n, count, reduction, opt, g, world);
-        for (int r = 0; r < n; ++r) {
-          CHECK(g.statuses[r] == status::success);
-          CHECK(packed[r] == want[r]);
-          CHECK(piped[r] == want[r]);
-          CHECK(plain[r] == want[r]);
-        }
+        check_every_path<TestType>(which, n, count, reduction, opt);
       }
     }
   }

@@ -11,10 +11,12 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <zipccl/collective.hpp>
@@ -64,7 +66,6 @@ status corrupting_transport::send(int peer, const void* buf, std::uint64_t bytes
 
 TEMPLATE_LIST_TEST_CASE("device collectives equal the host collectives and the plain device path, bit for bit",
                         "[gpu][cuda_collective]", device_codecs) {
-  using T = typename TestType::bits_type;
   collective_options opt;
   opt.pipeline.segment_elems = 16384;  // two device chunks per segment: boundaries are cheap to hit
   for (int n : {1, 2, 3, 4, 8}) {
@@ -73,20 +74,7 @@ TEMPLATE_LIST_TEST_CASE("device collectives equal the host collectives and the p
         for (op reduction : {op::sum, op::avg}) {
           if (which == 0 && reduction == op::avg) continue;
           INFO(name_of(which) << ", " << n << " ranks, count " << count << (reduction == op::avg ? ", avg" : ""));
-          ranks_on_gpu g(n);
-          cuda_local_world world(n);
-          const auto want = host_reference<TestType>(which, n, count, reduction);
-          const auto packed = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world);
-          for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
-          const auto piped = on_device<TestType, strategy::always>(which, n, count, reduction, opt, g, world, true);
-          for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
-          const auto plain = on_device<TestType, strategy::never>(which, n, count, reduction, opt, g, world, n % 2 == 0);
-          for (int r = 0; r < n; ++r) {
-            CHECK(g.statuses[r] == status::success);
-            CHECK(packed[r] == want[r]);
-            CHECK(piped[r] == want[r]);
-            CHECK(plain[r] == want[r]);
-          }
+          check_every_path<TestType>(which, n, count, reduction, opt, n % 2 == 0);
         }
       }
     }
@@ -156,6 +144,7 @@ TEST_CASE("one segment per block (segment_elems 0) and the adaptive strategy on 
   opt.pipeline.segment_elems = 0;  // the device caps it
   ranks_on_gpu g(4);
   cuda_local_world world(4);
+  g.world = &world;
   const auto want = host_reference<C>(2, 4, 300000, op::sum);
   const auto a = on_device<C, strategy::always>(2, 4, 300000, op::sum, opt, g, world);
   for (int r = 0; r < 4; ++r) CHECK(a[r] == want[r]);
@@ -177,6 +166,7 @@ TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's, on one s
   const std::uint64_t count = 32ull << 20;  // 64 MiB of bf16 per rank
   ranks_on_gpu g(n);
   cuda_local_world world(n);
+  g.world = &world;
   const auto want = host_reference<C>(2, n, count, op::sum);
   const auto got = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world);
   const auto piped = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world, true);
@@ -196,6 +186,7 @@ TEST_CASE("a compressed all_reduce captured in CUDA graphs replays 100 times wit
   collective_options opt;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
+  g.world = &world;
   const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
@@ -241,6 +232,7 @@ TEST_CASE("a corrupt segment is an error on every rank, never a hang", "[gpu][cu
   opt.codec.checksum = true;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
+  g.world = &world;
   const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
@@ -275,6 +267,7 @@ TEST_CASE("a count that differs on one rank is size_mismatch on every rank, neve
     INFO(name_of(which));
     ranks_on_gpu g(n);
     cuda_local_world world(n);
+    g.world = &world;
     collective_options opt;
     opt.pipeline.segment_elems = 16384;
     const std::uint64_t big = 100000;
@@ -318,6 +311,7 @@ TEST_CASE("a segment over its wire budget is wire_overflow, never a wrong value"
   const std::uint64_t count = 40000;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
+  g.world = &world;
   collective_options opt;
   const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
@@ -381,6 +375,7 @@ template <class Codec, class Strategy>
 std::vector<std::vector<typename Codec::bits_type>> a2a_on_device(int n, const collective_options& opt, ranks_on_gpu& g,
                                                                  cuda_local_world& world, bool pipelined) {
   using T = typename Codec::bits_type;
+  g.world = &world;
   std::vector<a2a_counts> counts;
   std::uint64_t ws_bytes = 0;
   for (int r = 0; r < n; ++r) {
@@ -420,6 +415,7 @@ TEMPLATE_LIST_TEST_CASE("device all_to_all with variable counts equals the host'
     INFO(n << " ranks");
     ranks_on_gpu g(n);
     cuda_local_world world(n);
+    g.world = &world;
     const auto want = a2a_reference<TestType>(n);
     for (const bool pipelined : {false, true}) {
       INFO((pipelined ? "pipelined" : "one stream"));
@@ -450,6 +446,7 @@ TEST_CASE("a device all_to_all whose counts differ between a pair is size_mismat
   INFO((pipelined ? "pipelined" : "one stream"));
   ranks_on_gpu g(n);
   cuda_local_world world(n);
+  g.world = &world;
   collective_options opt;
   std::vector<std::uint64_t> counts(n, 5000), displs(n);
   for (int p = 0; p < n; ++p) displs[p] = static_cast<std::uint64_t>(p) * 6000;
@@ -480,6 +477,7 @@ TEST_CASE("pipelined lanes with too few segment slots are refused before anythin
   using C = codec<bf16, codebook::analytic_gaussian>;
   ranks_on_gpu g(2);
   cuda_local_world world(2);
+  g.world = &world;
   collective_options opt;
   opt.pipeline.segment_elems = 8192;
   const std::uint64_t count = 5 * 8192;  // five segments per block: a reduce_scatter needs five slots
@@ -497,30 +495,147 @@ TEST_CASE("pipelined lanes with too few segment slots are refused before anythin
                                     opt) == status::invalid_argument);
   world.reset();
   // cuda_local's stream rules hold for the caller's stream of a pipelined call too
+  zipccl::cuda::lanes legacy = g.lanes(0, true, 8);
+  legacy.stream = nullptr;
+  CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0], legacy,
+                                    opt) == status::invalid_argument);
+  world.reset();
+  // and its transfers go to the world's transfer stream of that rank, not a pipeline of the caller's
+  zipccl::cuda::pipeline own(8);
   CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
-                                    g.pipes[0]->on(nullptr), opt) == status::invalid_argument);
+                                    own.on(g.streams[0]), opt) == status::invalid_argument);
+  world.reset();
+  CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                    g.lanes(1, true, 8), opt) == status::invalid_argument);  // rank 1's pipeline
 }
 
-TEST_CASE("a cuda_local world without two hardware queues per rank refuses pipelined calls; a communicator runs "
-          "them on one stream",
+namespace {
+struct framework_stream {  // a framework's stream class, as PyTorch's CUDAStream converts
+  cudaStream_t s;
+  operator cudaStream_t() const { return s; }
+};
+static_assert(std::is_convertible_v<framework_stream, zipccl::cuda::lanes>, "a stream wrapper converts to lanes");
+static_assert(std::is_convertible_v<cudaStream_t, zipccl::cuda::lanes>, "a stream converts to lanes");
+static_assert(std::is_convertible_v<decltype(nullptr), zipccl::cuda::lanes>, "nullptr converts to lanes");
+}  // namespace
+
+TEST_CASE("a one-stream all_gather and all_reduce run in exactly their one-stream workspace; pipelined lanes "
+          "need more",
           "[gpu][cuda_collective]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
-  const int n = 17;  // with CUDA_DEVICE_MAX_CONNECTIONS = 32 (run_gpu_tests): 17 queues, not 34
+  using T = C::bits_type;
+  const int n = 5;
+  const std::uint64_t count = 3 * 16384 + 7;
+  collective_options opt;
+  opt.pipeline.segment_elems = 16384;
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  g.world = &world;
+  for (int which : {0, 2}) {
+    INFO(name_of(which));
+    const std::uint64_t small = which == 0 ? zipccl::cuda::all_gather_workspace<C>(count, n, opt, false)
+                                           : zipccl::cuda::all_reduce_workspace<C>(count, n, opt, false);
+    const std::uint64_t big = which == 0 ? zipccl::cuda::all_gather_workspace<C>(count, n, opt)
+                                         : zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
+    REQUIRE(small < big);
+    g.workspace(small);
+    std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+    for (int r = 0; r < n; ++r) {
+      const auto v = input_of<C>(count, r);
+      in.emplace_back(new testing::device_buffer<T>(count));
+      in.back()->put(v.data(), count);
+      out.emplace_back(new testing::device_buffer<T>(count * n));
+    }
+    for (int r = 0; r < n; ++r) {
+      const status s = which == 0 ? zipccl::cuda::all_gather<C>(in[r]->p, out[r]->p, count, world.rank(r), g.ws[r]->p,
+                                                                small, &g.statuses[r], framework_stream{g.streams[r]},
+                                                                opt)
+                                  : zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r),
+                                                                g.ws[r]->p, small, &g.statuses[r], g.streams[r], opt);
+      REQUIRE(s == status::success);
+    }
+    REQUIRE(g.finish());
+    const auto want = host_reference<C>(which, n, count, op::sum);
+    for (int r = 0; r < n; ++r) {
+      CHECK(g.statuses[r] == status::success);
+      CHECK(out[r]->get(which == 0 ? count * n : count) == want[r]);
+    }
+    const std::uint32_t slots = zipccl::cuda::pipeline_slots((count + n - 1) / n, opt);
+    CHECK(zipccl::cuda::all_gather<C>(in[0]->p, out[0]->p, count, world.rank(0), g.ws[0]->p, small, &g.statuses[0],
+                                      g.lanes(0, true, slots), opt) == status::invalid_argument);
+    world.reset();
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("ranks on one stream and ranks pipelined run one collective together",
+                        "[gpu][cuda_collective]", device_codecs) {
+  collective_options opt;
+  opt.pipeline.segment_elems = 16384;
+  for (int n : {3, 4}) {
+    for (int which = 0; which < 3; ++which) {
+      INFO(name_of(which) << ", " << n << " ranks");
+      const std::uint64_t count = 3 * 16384 + 1;
+      ranks_on_gpu g(n);
+      cuda_local_world world(n);
+      const auto want = host_reference<TestType>(which, n, count, op::sum);
+      const auto got = on_device<TestType, strategy::always>(which, n, count, op::sum, opt, g, world, false, true);
+      for (int r = 0; r < n; ++r) {
+        CHECK(g.statuses[r] == status::success);
+        CHECK(got[r] == want[r]);
+      }
+    }
+  }
+}
+
+
+TEST_CASE("a cuda_local world without two hardware queues per rank refuses pipelined calls; its communicators run "
+          "on one stream",
+          "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  using comm_t = communicator<C, strategy::always, cuda_local_transport>;
+  const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const int asked = env ? std::atoi(env) : 0;
+  const int queues = asked <= 0 ? 8 : asked > 32 ? 32 : asked;  // as the world counts them
+  const int n = queues / 2 + 1;                                   // a queue each, not two
+  const std::uint64_t count = 100;
   ranks_on_gpu g(1);
   cuda_local_world world(n);
   REQUIRE(world.transfer_stream(0) == nullptr);
   CHECK(zipccl::cuda::make_pipeline(world.rank(0)) == nullptr);
-  communicator<C, strategy::always, cuda_local_transport> comm(world.rank(0));
-  CHECK_FALSE(comm.pipelined());
+  std::vector<std::unique_ptr<comm_t>> comms;
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    comms.emplace_back(new comm_t(world.rank(r)));
+    CHECK_FALSE(comms.back()->pipelined());
+    const auto v = input_of<C>(count, r);
+    in.emplace_back(new testing::device_buffer<T>(count));
+    in.back()->put(v.data(), count);
+    out.emplace_back(new testing::device_buffer<T>(count * n));
+  }
+  for (int r = 0; r < n; ++r)
+    REQUIRE(comms[r]->all_gather(in[r]->p, out[r]->p, count, world.stream(r)) == status::success);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int r = 0; r < n; ++r)
+    while (cudaStreamQuery(world.stream(r)) == cudaErrorNotReady) {
+      REQUIRE(std::chrono::steady_clock::now() < until);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  const auto want = host_reference<C>(0, n, count, op::sum);
+  for (int r = 0; r < n; ++r) {
+    CHECK(comms[r]->result() == status::success);
+    CHECK(out[r]->get(count * n) == want[r]);
+  }
+  // a pipeline of the caller's own is refused here
   collective_options opt;
-  const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(100, n, opt);
+  const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
-  testing::device_buffer<std::uint16_t> a(100), b(100 * n);
-  CHECK(zipccl::cuda::all_gather<C>(a.p, b.p, 100, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
-                                    g.lanes(0, true, 1), opt) == status::invalid_argument);
-  cuda_local_world small(4);
-  CHECK(small.transfer_stream(3) != nullptr);
-  CHECK(communicator<C, strategy::always, cuda_local_transport>(small.rank(0)).pipelined());
+  zipccl::cuda::pipeline own(1);
+  CHECK(zipccl::cuda::all_gather<C>(in[0]->p, out[0]->p, count, world.rank(0), g.ws[0]->p, ws_bytes, &g.statuses[0],
+                                    own.on(g.streams[0]), opt) == status::invalid_argument);
+  cuda_local_world small(2);
+  CHECK(small.transfer_stream(1) != nullptr);
+  CHECK(comm_t(small.rank(0)).pipelined());
 }
 
 TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a mismatch on both ends",
@@ -535,6 +650,7 @@ TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a misma
     INFO("count " << count);
     ranks_on_gpu g(2);
     cuda_local_world world(2);
+    g.world = &world;
     const std::uint64_t ws_bytes = zipccl::cuda::send_recv_workspace<TestType>(count + 1, opt);
     g.workspace(ws_bytes);
     const auto v = input_of<TestType>(count, 0);
@@ -565,6 +681,7 @@ TEST_CASE("device collectives refuse bad arguments and abort the transport", "[g
   using C = codec<bf16, codebook::analytic_gaussian>;
   ranks_on_gpu g(2);
   cuda_local_world world(2);
+  g.world = &world;
   collective_options opt;
   const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(1000, 2, opt);
   g.workspace(ws_bytes);
@@ -596,6 +713,7 @@ TEST_CASE("a device communicator grows its workspace, reports through result(), 
   const std::uint64_t count = 70000;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
+  g.world = &world;
   using comm_t = communicator<C, strategy::always, cuda_local_transport>;
   std::vector<std::unique_ptr<comm_t>> comms;
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;

@@ -3,6 +3,7 @@
 // collective on every rank, on one stream or pipelined.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -23,27 +24,38 @@ namespace zipccl::testing::device_collectives {
 using transport::cuda_local_transport;
 using transport::cuda_local_world;
 
-// Every rank's stream, pipeline (a transfer stream and events), status word and workspace.
+// Every rank's stream, pipeline (events, on its world's transfer stream), status word and workspace.
 struct ranks_on_gpu {
   int n;
   std::vector<cudaStream_t> streams;
+  cuda_local_world* world = nullptr;  // where the pipelines borrow their transfer streams (set it)
+  const cuda_local_world* pipes_of = nullptr;
   std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
   status* statuses = nullptr;  // managed: n words
   std::vector<std::unique_ptr<testing::device_buffer<std::uint8_t>>> ws;
   explicit ranks_on_gpu(int ranks) : n(ranks), streams(static_cast<std::size_t>(ranks)) {
     for (auto& s : streams) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
-    for (int r = 0; r < ranks; ++r) pipes.emplace_back(new zipccl::cuda::pipeline(1));
     REQUIRE(cudaMallocManaged(&statuses, sizeof(status) * static_cast<std::size_t>(ranks)) == cudaSuccess);
     for (int r = 0; r < ranks; ++r) statuses[r] = static_cast<status>(-1);
   }
-  ~ranks_on_gpu() {  // (no synchronisation: after a hang that finish() caught it would not return)
+  ~ranks_on_gpu() {  // (the world, made after this, is gone already: its destructor ended it)
     pipes.clear();
     for (auto& s : streams) cudaStreamDestroy(s);
     cudaFree(statuses);
   }
-  // Rank r's lanes: its stream alone, or pipelined with `slots` segment slots.
+  // Rank r's lanes: its stream alone, or pipelined (make_pipeline on the world's rank r) with
+  // `slots` segment slots.
   zipccl::cuda::lanes lanes(int r, bool pipelined, std::uint32_t slots = 1) {
     if (!pipelined) return streams[static_cast<std::size_t>(r)];
+    REQUIRE(world != nullptr);
+    if (pipes_of != world) {
+      pipes.clear();
+      for (int q = 0; q < n; ++q) {
+        pipes.push_back(zipccl::cuda::make_pipeline(world->rank(q), 1));
+        REQUIRE(pipes.back() != nullptr);
+      }
+      pipes_of = world;
+    }
     REQUIRE(pipes[static_cast<std::size_t>(r)]->reserve(slots) == status::success);
     return pipes[static_cast<std::size_t>(r)]->on(streams[static_cast<std::size_t>(r)]);
   }
@@ -109,8 +121,10 @@ std::vector<std::vector<typename Codec::bits_type>> host_reference(int which, in
 template <class Codec, class Strategy>
 std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, std::uint64_t count, op reduction,
                                                              const collective_options& opt, ranks_on_gpu& g,
-                                                             cuda_local_world& world, bool pipelined = false) {
+                                                             cuda_local_world& world, bool pipelined = false,
+                                                             bool mixed = false) {
   using T = typename Codec::bits_type;
+  g.world = &world;
   const std::uint64_t in_count = which == 1 ? count * static_cast<std::uint64_t>(n) : count;
   const std::uint64_t out_count = which == 0 ? count * static_cast<std::uint64_t>(n) : count;
   const std::uint64_t ws_bytes = which == 0   ? zipccl::cuda::all_gather_workspace<Codec, Strategy>(count, n, opt)
@@ -127,7 +141,8 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
   const std::uint64_t block = which == 2 ? (count + static_cast<std::uint64_t>(n) - 1) / static_cast<std::uint64_t>(n) : count;
   for (int r = 0; r < n; ++r) {
     cuda_local_transport& t = world.rank(r);
-    const zipccl::cuda::lanes on = g.lanes(r, pipelined, zipccl::cuda::pipeline_slots(block, opt));
+    // mixed: the odd ranks pipelined, the even ones on one stream (the messages are the same)
+    const zipccl::cuda::lanes on = g.lanes(r, mixed ? r % 2 == 1 : pipelined, zipccl::cuda::pipeline_slots(block, opt));
     status s;
     if (which == 0)
       s = zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, g.ws[r]->p, ws_bytes, &g.statuses[r],
@@ -147,5 +162,27 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
 }
 
 inline const char* name_of(int which) { return which == 0 ? "all_gather" : which == 1 ? "reduce_scatter" : "all_reduce"; }
+
+// Collective `which` on n ranks of a fresh world, compressed on one stream, compressed pipelined
+// and plain (pipelined where `plain_pipelined`): every rank succeeds with the host's answer.
+template <class Codec>
+void check_every_path(int which, int n, std::uint64_t count, op reduction, const collective_options& opt,
+                      bool plain_pipelined = false) {
+  ranks_on_gpu g(n);
+  cuda_local_world world(n);
+  g.world = &world;
+  const auto want = host_reference<Codec>(which, n, count, reduction);
+  const auto packed = on_device<Codec, strategy::always>(which, n, count, reduction, opt, g, world);
+  for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
+  const auto piped = on_device<Codec, strategy::always>(which, n, count, reduction, opt, g, world, true);
+  for (int r = 0; r < n; ++r) CHECK(g.statuses[r] == status::success);
+  const auto plain = on_device<Codec, strategy::never>(which, n, count, reduction, opt, g, world, plain_pipelined);
+  for (int r = 0; r < n; ++r) {
+    CHECK(g.statuses[r] == status::success);
+    CHECK(packed[r] == want[r]);
+    CHECK(piped[r] == want[r]);
+    CHECK(plain[r] == want[r]);
+  }
+}
 
 }  // namespace zipccl::testing::device_collectives

@@ -138,16 +138,17 @@ inline bool options_ok(const collective_options& opt) {
 }
 
 // Pipelined lanes need their events, `slots` of them for the segments that wait for a kernel, and
-// a transport that takes pipelined calls (transfer_stream() not null where it has that member) on
-// a caller's stream its rules allow (accepts_stream, where it has that member).
+// a transport that takes them: where it has transfer_stream(), on that stream (null: it takes no
+// pipelined calls), and streams its rules allow (accepts_stream, where it has that member).
 template <class Transport>
 bool lanes_ok(const Transport& t, const lanes& on, std::uint64_t slots) {
+  transport::check_optional_members<Transport>();
   if (!on.pipelined()) return true;
   if (on.events == nullptr || on.slots < (slots ? slots : 1)) return false;
   if constexpr (transport::has_transfer_stream_v<Transport>)
-    if (t.transfer_stream() == nullptr) return false;
+    if (t.transfer_stream() == nullptr || on.transfer != t.transfer_stream()) return false;
   if constexpr (transport::has_accepts_stream_v<Transport>)
-    if (!t.accepts_stream(on.stream)) return false;
+    if (!t.accepts_stream(on.stream) || !t.accepts_stream(on.transfer)) return false;
   return true;
 }
 

@@ -111,7 +111,10 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
                     void* recvbuff, const std::uint64_t* recvcounts, const std::uint64_t* rdispls, cudaStream_t stream,
                     status* status_dev = nullptr) {
     const std::uint64_t need = cuda::all_to_all_workspace<Codec, Strategy, tuning>(sendcounts, recvcounts, t_.size(), opt_);
-    if (const status s = prepare(need, opt_.pipeline.depth, 1, stream); s != status::success) return refuse(s);
+    const std::uint32_t ahead = t_.size() > 2 ? static_cast<std::uint32_t>(t_.size() - 1) : 1;  // steps to code ahead
+    if (const status s = prepare(need, opt_.pipeline.depth < ahead ? opt_.pipeline.depth : ahead, 1, stream);
+        s != status::success)
+      return refuse(s);
     return cuda::all_to_all<Codec, Strategy, tuning>(sendbuff, sendcounts, sdispls, recvbuff, recvcounts, rdispls, t_,
                                                      ws_.data(), ws_.bytes(), out(status_dev), on(stream), opt_, cb_);
   }

@@ -2,6 +2,7 @@
 // cuda::pipeline owns (or borrows) what a pipelined call needs beyond the caller's stream.
 //
 //   auto p = zipccl::cuda::make_pipeline(transport, zipccl::cuda::pipeline_slots(count, opt));  // once
+//   if (!p) ...  // the transport cannot take pipelined calls: pass the stream alone
 //   zipccl::cuda::all_gather<C>(send, recv, count, transport, ws, bytes, status_dev, p->on(stream), opt);
 //
 // A plain cudaStream_t (or anything that converts to one) converts to lanes: the call runs on that
@@ -26,7 +27,10 @@
 // transfer stream is created on the current device (make the pipeline with the rank's GPU
 // current), or borrowed from the transport: make_pipeline() takes the transport's
 // transfer_stream() where it has one (transport::cuda_local: a stream with a hardware queue of its
-// own, see cuda_local.cuh) and gives nullptr where the transport says it cannot pipeline.
+// own, see cuda_local.cuh; its events are made on the rank's GPU) and gives nullptr where the
+// transport says it cannot pipeline. A transport with transfer_stream() takes pipelined lanes on
+// that stream only (so a pipeline shared by ranks, or one of the caller's own, is refused there).
+// The pipeline itself cannot be copied or moved; hold it by pointer (make_pipeline does).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,12 +58,17 @@ struct lanes {
   std::uint32_t slots = 0;
 
   lanes() = default;
-  // A stream (or a wrapper that converts to one, such as a framework's stream class) is the
-  // one-stream executor.
-  template <class S, std::enable_if_t<std::is_convertible_v<const S&, cudaStream_t> &&
-                                          !std::is_same_v<std::decay_t<S>, lanes>,
+  // A stream (0, nullptr, or a class that converts to one, such as a framework's stream wrapper)
+  // is the one-stream executor.
+  lanes(cudaStream_t s) : stream(s) {}  // NOLINT: implicit on purpose
+  template <class S, std::enable_if_t<std::is_class_v<S> && !std::is_same_v<S, lanes> &&
+                                          std::is_convertible_v<S&, cudaStream_t>,
                                       int> = 0>
-  lanes(const S& s) : stream(static_cast<cudaStream_t>(s)) {}  // NOLINT: implicit on purpose
+  lanes(S& s) : stream(static_cast<cudaStream_t>(s)) {}  // NOLINT
+  template <class S, std::enable_if_t<std::is_class_v<S> && !std::is_same_v<S, lanes> &&
+                                          std::is_convertible_v<const S&, cudaStream_t>,
+                                      int> = 0>
+  lanes(const S& s) : stream(static_cast<cudaStream_t>(s)) {}  // NOLINT
   lanes(cudaStream_t s, cudaStream_t x, const cudaEvent_t* ev, std::uint32_t n)
       : stream(s), transfer(x), events(ev), slots(n) {}
   bool pipelined() const { return transfer != nullptr && transfer != stream; }
@@ -135,11 +144,36 @@ class pipeline {
 // A pipeline for one rank of a device transport: on the transport's transfer_stream() where it
 // has that member (nullptr when that is null: the transport cannot take pipelined calls), else on
 // a stream of its own. Throws zipccl::error (cuda_error) as pipeline's constructors do.
+namespace pipeline_detail {
+// The rank's GPU current while its events are made (an event records only on its own GPU's streams).
+struct on_device {
+  int prev = -1;
+  explicit on_device(int d) {
+    if (d >= 0 && cudaGetDevice(&prev) == cudaSuccess && prev != d) (void)cudaSetDevice(d);
+    else prev = -1;
+  }
+  ~on_device() {
+    if (prev >= 0) (void)cudaSetDevice(prev);
+  }
+  on_device(const on_device&) = delete;
+  on_device& operator=(const on_device&) = delete;
+};
+template <class T, class = void>
+struct has_device : std::false_type {};
+template <class T>
+struct has_device<T, std::void_t<decltype(std::declval<const T&>().device())>> : std::is_same<decltype(std::declval<const T&>().device()), int> {};
+}  // namespace pipeline_detail
+
 template <class Transport>
 std::unique_ptr<pipeline> make_pipeline(const Transport& t, std::uint32_t slots = 1) {
+  transport::check_optional_members<Transport>();
   if constexpr (transport::has_transfer_stream_v<Transport>) {
     const cudaStream_t x = t.transfer_stream();
-    return x ? std::make_unique<pipeline>(x, slots) : nullptr;
+    if (x == nullptr) return nullptr;
+    int device = -1;
+    if constexpr (pipeline_detail::has_device<Transport>::value) device = t.device();
+    const pipeline_detail::on_device scope(device);
+    return std::make_unique<pipeline>(x, slots);
   } else {
     (void)t;
     return std::make_unique<pipeline>(slots);

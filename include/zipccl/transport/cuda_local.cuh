@@ -309,7 +309,8 @@ class cuda_local_world {
     // created; 32 at most) in creation order, and the world creates its ranks' streams one after
     // another, so up to that many ranks per GPU get a queue each.
     const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    const int queues = env && std::atoi(env) > 0 ? std::atoi(env) : 8;
+    const int asked = env ? std::atoi(env) : 0;
+    const int queues = asked <= 0 ? 8 : asked > 32 ? 32 : asked;  // (CUDA gives at most 32)
     bool pipelinable = true;  // a second queue per rank for its transfers (cuda/pipeline.cuh)
     for (int d : devices) {
       int on_d = 0;
@@ -368,7 +369,12 @@ class cuda_local_world {
   }
   cuda_local_world(const cuda_local_world&) = delete;
   cuda_local_world& operator=(const cuda_local_world&) = delete;
-  ~cuda_local_world() { release(); }
+  // Ends the world first, so that a wait still pending (a caller that gave up on a hung stream)
+  // returns instead of holding the frees below.
+  ~cuda_local_world() {
+    abort(status::peer_failed);
+    release();
+  }
 
   int size() const { return n_; }
   cuda_local_transport& rank(int r) { return *ranks_.at(static_cast<std::size_t>(r)); }

@@ -92,7 +92,17 @@ struct has_device_error_word<T, std::void_t<decltype(std::declval<T&>().device_e
 template <class T>
 inline constexpr bool has_device_error_word_v = detail::has_device_error_word<T>::value;
 
+// (A member of that name with another signature, or not const, is an error, not silently
+// ignored: check_optional_members below.)
 namespace detail {
+template <class T, class = void>
+struct names_transfer_stream : std::false_type {};
+template <class T>
+struct names_transfer_stream<T, std::void_t<decltype(&T::transfer_stream)>> : std::true_type {};
+template <class T, class = void>
+struct names_accepts_stream : std::false_type {};
+template <class T>
+struct names_accepts_stream<T, std::void_t<decltype(&T::accepts_stream)>> : std::true_type {};
 template <class T, class = void>
 struct has_transfer_stream : std::false_type {};
 template <class T>
@@ -109,6 +119,16 @@ template <class T>
 inline constexpr bool has_transfer_stream_v = detail::has_transfer_stream<T>::value;
 template <class T>
 inline constexpr bool has_accepts_stream_v = detail::has_accepts_stream<T>::value;
+
+// A transport that names transfer_stream or accepts_stream must give them the concept's
+// signatures (const members; cudaStream_t and bool).
+template <class T>
+constexpr void check_optional_members() {
+  static_assert(!detail::names_transfer_stream<T>::value || has_transfer_stream_v<T>,
+                "device transport: transfer_stream must be `cudaStream_t transfer_stream() const`");
+  static_assert(!detail::names_accepts_stream<T>::value || has_accepts_stream_v<T>,
+                "device transport: accepts_stream must be `bool accepts_stream(cudaStream_t) const`");
+}
 
 // Whether T models the device transport concept above.
 template <class T>
