@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""zipccl's codebook policies beside ZipNN, zstd -1 / -3 and memcpy, in one run, single thread.
+
+    pip install zipnn zstandard numpy        # the peers (ZipNN pulls in torch)
+    python3 scripts/compare_peers.py [--zipccl build/bin/zipccl] [--data ../shared/data] [--reps 3]
+
+Sets: every dtype of ../shared/data, all kinds together and each kind (the tensors of a set
+concatenated into one buffer), Gaussian bf16 (4 Mi elements, sigma 0.02), and row-sparse bf16
+gradients (4096 x 128, 70 / 80 / 95% of the rows exactly zero). Every codec gets the same bytes.
+zipccl runs through its command-line tool (`--threads 1`; the time is its own `seconds`, the
+codec call without file I/O); ZipNN through its Python API (threads=1; its compress overwrites
+its input buffer, so each repetition gets a fresh copy, made outside the timed region); zstd
+through the zstandard module; memcpy is a numpy copy of the buffer. Speeds are input bytes per
+second of the best of `--reps` runs; every round trip is checked byte for byte.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+try:
+    import zipnn
+    import zstandard
+except ImportError as e:  # the peers are optional for the project, required for this script
+    sys.exit(f"compare_peers: {e.name} is missing: pip install zipnn zstandard numpy")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZIPNN_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def best(fn, reps):
+    t = []
+    out = None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = fn()
+        t.append(time.perf_counter() - t0)
+    return min(t), out
+
+
+def run_zipccl(tool, dtype, raw, policy, reps, tmp):
+    src, packed, back = (os.path.join(tmp, n) for n in ("in.bin", "out.zpc", "back.bin"))
+    with open(src, "wb") as f:
+        f.write(raw)
+    c_best = d_best = None
+    for _ in range(reps):
+        c = json.loads(subprocess.run([tool, "compress", "--dtype", dtype, "--codebook", policy, "--threads", "1",
+                                       "--json", src, packed], check=True, capture_output=True, text=True).stdout)
+        d = json.loads(subprocess.run([tool, "decompress", "--threads", "1", "--json", packed, back], check=True,
+                                      capture_output=True, text=True).stdout)
+        c_best = c["seconds"] if c_best is None else min(c_best, c["seconds"])
+        d_best = d["seconds"] if d_best is None else min(d_best, d["seconds"])
+    with open(back, "rb") as f:
+        if f.read() != raw:
+            sys.exit(f"compare_peers: zipccl {policy} round trip differs")
+    return len(raw) / c["output_bytes"], c_best, d_best
+
+
+def run_zipnn(dtype, raw, reps):
+    z = zipnn.ZipNN(input_format="byte", bytearray_dtype=ZIPNN_DTYPE[dtype], threads=1)
+    c_times = []
+    packed = None
+    for _ in range(reps):
+        buf = bytearray(raw)  # (compress overwrites it: a fresh copy, untimed)
+        t0 = time.perf_counter()
+        packed = z.compress(buf)
+        c_times.append(time.perf_counter() - t0)
+    d_time, back = best(lambda: z.decompress(packed), reps)
+    if bytes(back) != raw:
+        sys.exit("compare_peers: ZipNN round trip differs")
+    return len(raw) / len(packed), min(c_times), d_time
+
+
+def run_zstd(raw, level, reps):
+    cctx, dctx = zstandard.ZstdCompressor(level=level, threads=0), zstandard.ZstdDecompressor()
+    c_time, packed = best(lambda: cctx.compress(raw), reps)
+    d_time, back = best(lambda: dctx.decompress(packed), reps)
+    if back != raw:
+        sys.exit("compare_peers: zstd round trip differs")
+    return len(raw) / len(packed), c_time, d_time
+
+
+def run_memcpy(raw, reps):
+    a = np.frombuffer(raw, dtype=np.uint8)
+    t, _ = best(lambda: a.copy(), reps)
+    return t
+
+
+def shared_sets(data):
+    sets = []
+    rows = []
+    with open(os.path.join(data, "manifest.tsv")) as f:
+        next(f)
+        for line in f:
+            rows.append(line.rstrip("\n").split("\t"))
+    for dtype in ("bf16", "fp16", "fp32"):
+        for kind in ("all kinds", "weight", "gradient", "adam_m", "activation"):
+            files = [r[4] for r in rows if r[1] == dtype and (kind == "all kinds" or r[2] == kind)]
+            if files:
+                raw = b"".join(open(os.path.join(data, f), "rb").read() for f in files)
+                sets.append((dtype, kind, raw))
+    return sets
+
+
+def to_bf16(x):
+    b = x.astype(np.float32).view(np.uint32)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def synthetic_sets():
+    rng = np.random.default_rng(7)
+    sets = [("bf16", "Gaussian (sigma 0.02)", to_bf16(rng.normal(0, 0.02, 4 << 20)).tobytes())]
+    for frac in (0.7, 0.8, 0.95):
+        g = rng.normal(0, 1e-3, (4096, 128)).astype(np.float32)
+        g[rng.random(4096) < frac] = 0
+        sets.append(("bf16", f"row-sparse gradient, {int(frac * 100)}% zero rows", to_bf16(g).tobytes()))
+    return sets
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--zipccl", default=os.path.join(HERE, "..", "build", "bin", "zipccl"))
+    ap.add_argument("--data", default=os.path.join(HERE, "..", "..", "shared", "data"))
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    if not os.access(args.zipccl, os.X_OK):
+        sys.exit(f"compare_peers: no zipccl tool at {args.zipccl} (build it, or pass --zipccl)")
+    gb = 1e9
+    print("| type | tensors | MB | zipccl analytic | zipccl histogram | ZipNN | zstd -1 | zstd -3 | "
+          "compress GB/s: zipccl hist. / ZipNN / zstd -1 / memcpy | decompress GB/s: zipccl hist. / ZipNN / zstd -1 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for dtype, label, raw in shared_sets(args.data) + synthetic_sets():
+            za = run_zipccl(args.zipccl, dtype, raw, "analytic", args.reps, tmp)
+            zh = run_zipccl(args.zipccl, dtype, raw, "histogram", args.reps, tmp)
+            zn = run_zipnn(dtype, raw, args.reps)
+            z1 = run_zstd(raw, 1, args.reps)
+            z3 = run_zstd(raw, 3, args.reps)
+            mc = run_memcpy(raw, args.reps)
+            n = len(raw)
+            print(f"| {dtype} | {label} | {n / 1e6:.1f} | {za[0]:.3f} | {zh[0]:.3f} | {zn[0]:.3f} | {z1[0]:.3f} | "
+                  f"{z3[0]:.3f} | {n / zh[1] / gb:.2f} / {n / zn[1] / gb:.2f} / {n / z1[1] / gb:.2f} / "
+                  f"{n / mc / gb:.1f} | {n / zh[2] / gb:.2f} / {n / zn[2] / gb:.2f} / {n / z1[2] / gb:.2f} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
