@@ -47,6 +47,23 @@ const dataset& gaussian() {
   return d;
 }
 
+// A row-sparse gradient (testing::make_row_sparse): 8192 rows of 1024 elements, `percent` of the
+// rows exactly zero, as an embedding's gradient is (issue 13's sparse case; ZipNN and zstd side by
+// side in scripts/compare_peers.py).
+template <class E>
+const dataset& row_sparse(int percent) {
+  static std::map<int, dataset> cache;
+  auto it = cache.find(percent);
+  if (it != cache.end()) return it->second;
+  dataset r;
+  const auto v = testing::make_row_sparse<E>(8192, 1024, percent / 100.0, 1e-3, 5);
+  r.bytes.resize(v.size() * sizeof(v[0]));
+  std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
+  r.pieces = {v.size()};
+  r.stats = host::analyze<E>(r.bytes.data(), v.size());
+  return cache.emplace(percent, std::move(r)).first->second;
+}
+
 // All shared tensors of one kind (weight, gradient, adam_m, activation), each its own stream.
 template <class E>
 const dataset& shared(const std::string& kind) {
@@ -281,6 +298,7 @@ int main(int argc, char** argv) {
   register_for<bf16>("gaussian", gaussian<bf16>());
   register_for<fp16>("gaussian", gaussian<fp16>());
   register_for<fp32>("gaussian", gaussian<fp32>());
+  for (int percent : {70, 80, 95}) register_for<bf16>("sparse" + std::to_string(percent), row_sparse<bf16>(percent));
   for (const char* kind : {"weight", "gradient", "adam_m", "activation"}) {
     register_for<bf16>(kind, shared<bf16>(kind));
     register_for<fp16>(kind, shared<fp16>(kind));

@@ -1,6 +1,7 @@
 // Host executor: bit-exact round trips for every element type x codebook policy.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -94,6 +95,26 @@ TEMPLATE_LIST_TEST_CASE("distributions and scales from 1e-8 to 1e4 round-trip", 
       const std::uint64_t bytes = round_trip<TestType>(v.data(), v.size(), opt);
       CHECK(bytes <= host::max_compressed_size<TestType>(v.size(), opt.chunk_elems));
     }
+}
+
+TEMPLATE_LIST_TEST_CASE("row-sparse gradients (70-95% of the rows zero) round-trip bit for bit", "[host][roundtrip]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  for (double zero_rows : {0.7, 0.8, 0.95, 1.0}) {
+    const auto v = testing::make_row_sparse<E>(300, 128, zero_rows, 1e-3, 17);
+    std::uint64_t zeros = 0;
+    for (std::uint64_t r = 0; r < 300; ++r) {
+      bool all = true;
+      for (std::uint64_t c = 0; c < 128; ++c) all = all && v[r * 128 + c] == 0;
+      zeros += all ? 1 : 0;
+    }
+    INFO("zero rows " << zero_rows << ": " << zeros << " of 300");
+    CHECK(std::abs(static_cast<double>(zeros) / 300 - zero_rows) < 0.08);  // the generator keeps its promise
+    host::compress_options opt;
+    opt.chunk_elems = 4096;
+    const std::uint64_t bytes = round_trip<TestType>(v.data(), v.size(), opt);
+    CHECK(bytes <= host::max_compressed_size<TestType>(v.size(), opt.chunk_elems));
+  }
 }
 
 TEMPLATE_LIST_TEST_CASE("sizes around chunk boundaries and unaligned buffers", "[host][roundtrip]",

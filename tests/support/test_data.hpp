@@ -57,6 +57,23 @@ std::vector<typename E::bits_type> make_tensor(std::uint64_t n, double scale,
   return v;
 }
 
+// A row-sparse gradient, as an embedding's is (the tokens absent from a batch leave their rows
+// exactly zero): rows x cols elements of scale * N(0, 1), row-major, each row zero with
+// probability zero_rows (its sign bits clear: +0).
+template <class E>
+std::vector<typename E::bits_type> make_row_sparse(std::uint64_t rows, std::uint64_t cols, double zero_rows,
+                                                   double scale = 1e-3, std::uint64_t seed = 42) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::bernoulli_distribution zero(zero_rows);
+  std::vector<typename E::bits_type> v(rows * cols, 0);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    if (zero(rng)) continue;
+    for (std::uint64_t c = 0; c < cols; ++c) v[r * cols + c] = from_float<E>(static_cast<float>(normal(rng) * scale));
+  }
+  return v;
+}
+
 template <class E>
 std::vector<typename E::bits_type> random_bits(std::uint64_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
