@@ -310,6 +310,16 @@ chunk_range chunks_of(const detail::wire_geometry<Codec>& g, std::uint64_t s0, s
 }
 inline constexpr std::uint64_t all_segments = ~std::uint64_t{0};
 
+// Segments [s0, s1) of a block's wire out to dst and in from src, one grouped message each.
+template <class Transport, class Codec>
+status exchange_segments(call<Transport>& c, const detail::wire_geometry<Codec>& g, std::uint64_t s0, std::uint64_t s1,
+                         int dst, const std::uint8_t* out, int src, std::uint8_t* in) {
+  status s = status::success;
+  for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
+    s = c.exchange(dst, out + g.seg_offset(seg), g.seg_bytes(seg), src, in + g.seg_offset(seg), g.seg_bytes(seg));
+  return s;
+}
+
 template <class Codec>
 status pack_block(cudaStream_t stream, const std::uint8_t* staging, const detail::wire_geometry<Codec>& g,
                   std::uint8_t* wire, unsigned long long* key, std::uint64_t stage, std::uint64_t s0 = 0,
@@ -517,9 +527,7 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
           const std::uint64_t s0 = bt.first(b), s1 = bt.last(b);
           const zipccl::collective::step st = sched.at(k * S + s0);
           const std::uint8_t* from = k == 0 ? own : in_wire(k - 1);  // forwards what arrived in the step before
-          for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
-            s = c.exchange(st.dst, from + g.seg_offset(seg), g.seg_bytes(seg), st.src, in_wire(k) + g.seg_offset(seg),
-                           g.seg_bytes(seg));
+          s = exchange_segments(c, g, s0, s1, st.dst, from, st.src, in_wire(k));
           if (s == status::success) s = c.to_codec();
           if (s == status::success)
             s = unpack_block<Codec>(c.stream, in_wire(k), g, ws + l.stage_a, spans, c.key, stage0 + 2 + k, s0, s1);
@@ -607,9 +615,7 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
           const zipccl::collective::step st = sched.at(i);
           const std::uint64_t stage = stage0 + 2 + k;
           if (k > 0) s = c.await_ready(i);
-          for (std::uint64_t seg = s0; seg < s1 && s == status::success; ++seg)
-            s = c.exchange(st.dst, out + g.seg_offset(seg), g.seg_bytes(seg), st.src, in + g.seg_offset(seg),
-                           g.seg_bytes(seg));
+          if (s == status::success) s = exchange_segments(c, g, s0, s1, st.dst, out, st.src, in);
           if (s == status::success) s = c.to_codec();
           if (s == status::success) s = unpack_block<Codec>(c.stream, in, g, ws + l.stage_a, spans, c.key, stage, s0, s1);
           if (s != status::success) break;
