@@ -114,9 +114,11 @@ TEST_CASE("header round trip and validation", "[format][host]") {
     auto bad = buf;
     bad[0] = 'X';
     CHECK(format::read_header(bad.data(), bad.size(), &h) == status::bad_magic);
-    bad = buf;
-    bad[4] = 2;
-    CHECK(format::read_header(bad.data(), bad.size(), &h) == status::unsupported_version);
+    for (std::uint8_t v : {0, 3, 0xFF}) {
+      bad = buf;
+      bad[4] = v;
+      CHECK(format::read_header(bad.data(), bad.size(), &h) == status::unsupported_version);
+    }
   }
   SECTION("null input") { CHECK(format::read_header(nullptr, 10, &h) == status::invalid_argument); }
 }
@@ -156,34 +158,43 @@ TEST_CASE("a header that claims more elements than its stream can hold is reject
 
 TEMPLATE_TEST_CASE("min_compressed_size is the exact lower bound", "[format][host]", bf16, fp16, fp32) {
   using L = format::chunk_layout<TestType>;
-  for (std::uint64_t chunk : {256ull, 65536ull})
-    for (std::uint64_t n : {0ull, 1ull, 255ull, 256ull, 257ull, 70000ull, 200000ull}) {
-      const std::uint64_t lo = format::min_compressed_size<TestType>(n, chunk);
-      INFO("n " << n << " chunk " << chunk);
-      CHECK(lo <= format::max_compressed_size(n, L::elem_size, chunk));
-      CHECK(lo == format::min_compressed_size(TestType::id, n, chunk));
-      // one byte less than the bound for the same count is corrupt; the bound itself is not
-      // rejected by the size rule (a header with a valid hash and that size parses)
-      if (n == 0) continue;
-      format::stream_header h;
-      h.type = TestType::id;
-      h.chunk_elems = static_cast<std::uint32_t>(chunk);
-      h.count = n;
-      h.chunks = static_cast<std::uint32_t>(format::chunk_count(n, chunk));
-      for (std::uint64_t total : {lo, lo - 16}) {
-        h.total_bytes = total;
-        std::vector<std::uint8_t> buf(format::data_offset(h.chunks), 0);
-        format::write_header(buf.data(), h);
-        format::stream_header got;
-        CHECK(format::parse_header(buf.data(), buf.size(), &got) == (total == lo ? status::success : status::corrupt));
+  for (bool zero_masks : {true, false})
+    for (std::uint64_t chunk : {256ull, 65536ull})
+      for (std::uint64_t n : {0ull, 1ull, 255ull, 256ull, 257ull, 70000ull, 200000ull}) {
+        const std::uint64_t lo = format::min_compressed_size<TestType>(n, chunk, zero_masks);
+        INFO("n " << n << " chunk " << chunk << " zero masks (version 2) " << zero_masks);
+        CHECK(lo <= format::max_compressed_size(n, L::elem_size, chunk));
+        CHECK(lo == format::min_compressed_size(TestType::id, n, chunk, zero_masks));
+        if (zero_masks) CHECK(lo <= format::min_compressed_size<TestType>(n, chunk, false));
+        // one byte less than the bound for the same count is corrupt; the bound itself is not
+        // rejected by the size rule (a header with a valid hash and that size parses)
+        if (n == 0) continue;
+        format::stream_header h;
+        h.version = zero_masks ? 2 : 1;
+        h.type = TestType::id;
+        h.chunk_elems = static_cast<std::uint32_t>(chunk);
+        h.count = n;
+        h.chunks = static_cast<std::uint32_t>(format::chunk_count(n, chunk));
+        for (std::uint64_t total : {lo, lo - 16}) {
+          h.total_bytes = total;
+          std::vector<std::uint8_t> buf(format::data_offset(h.chunks), 0);
+          format::write_header(buf.data(), h);
+          format::stream_header got;
+          CHECK(format::parse_header(buf.data(), buf.size(), &got) == (total == lo ? status::success : status::corrupt));
+        }
       }
-    }
-  // an encoder's best case reaches the bound: one exponent everywhere, no escape
+  // an encoder's best case reaches the bound: zeros only (version 2: header and mask per chunk);
+  // without zero masks, one exponent everywhere and no escape (version 1's bound)
   const std::uint64_t n = 70000;
-  std::vector<typename TestType::bits_type> same(n, TestType::join(TestType::exponent_count / 2 - 1, 0));
   using C = codec<TestType, codebook::histogram>;
   std::vector<std::uint8_t> out(host::max_compressed_size<C>(n));
   std::uint64_t bytes = 0;
-  REQUIRE(host::compress<C>(same.data(), n, out.data(), out.size(), &bytes) == status::success);
+  const std::vector<typename TestType::bits_type> zeros(n, 0);
+  REQUIRE(host::compress<C>(zeros.data(), n, out.data(), out.size(), &bytes) == status::success);
   CHECK(bytes == format::min_compressed_size<TestType>(n, format::default_chunk_elems));
+  std::vector<typename TestType::bits_type> same(n, TestType::join(TestType::exponent_count / 2 - 1, 0));
+  host::compress_options dense;
+  dense.zero_groups = false;
+  REQUIRE(host::compress<C>(same.data(), n, out.data(), out.size(), &bytes, dense) == status::success);
+  CHECK(bytes == format::min_compressed_size<TestType>(n, format::default_chunk_elems, false));
 }

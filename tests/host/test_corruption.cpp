@@ -15,13 +15,20 @@ using namespace zipccl;
 
 namespace {
 
-// A stream with coded and stored chunks and a short tail chunk.
+// A stream with coded and stored chunks and a short tail chunk; with `sparse`, chunks 0 and 1 have
+// zero groups (zero_coded and zero_stored) and the tail chunk is all zero (a mask, no body).
 template <class Codec>
-std::vector<std::uint8_t> sample_stream(bool checksum, std::vector<typename Codec::bits_type>* data = nullptr) {
+std::vector<std::uint8_t> sample_stream(bool checksum, std::vector<typename Codec::bits_type>* data = nullptr,
+                                        bool sparse = false) {
   using E = typename Codec::element_type;
   auto v = testing::make_tensor<E>(3 * 512 + 100, 0.1, testing::distribution::gaussian, 3);
   const auto noise = testing::random_bits<E>(512, 4);
   std::copy(noise.begin(), noise.end(), v.begin() + 512);  // chunk 1 is stored
+  if (sparse) {
+    for (std::uint64_t g : {1u, 3u, 8u + 2u, 8u + 7u})
+      std::fill(v.begin() + 64 * g, v.begin() + 64 * (g + 1), typename Codec::bits_type(0));
+    std::fill(v.begin() + 3 * 512, v.end(), typename Codec::bits_type(0));
+  }
   host::compress_options opt;
   opt.chunk_elems = 512;
   opt.checksum = checksum;
@@ -44,8 +51,9 @@ status decode(const std::vector<std::uint8_t>& s, std::size_t len, std::vector<s
 
 TEMPLATE_LIST_TEST_CASE("every truncation of a valid stream is an error", "[host][corruption]",
                         testing::all_codecs) {
+  for (bool sparse : {false, true})
   for (bool checksum : {false, true}) {
-    const auto s = sample_stream<TestType>(checksum);
+    const auto s = sample_stream<TestType>(checksum, nullptr, sparse);
     std::vector<std::uint8_t> out(4096 * 4 + 64);
     for (std::size_t len = 0; len < s.size(); ++len) {
       INFO("length " << len << " of " << s.size());
@@ -59,8 +67,14 @@ TEMPLATE_LIST_TEST_CASE("random corruptions: an error, or a well-formed result f
                         "[host][corruption]", testing::all_codecs) {
   using E = typename TestType::element_type;
   std::vector<typename TestType::bits_type> data;
+  for (bool sparse : {false, true})
   for (bool checksum : {false, true}) {
-    const auto s = sample_stream<TestType>(checksum, &data);
+    const auto s = sample_stream<TestType>(checksum, &data, sparse);
+    if (sparse) {
+      const auto modes = testing::chunk_modes(s);
+      REQUIRE(modes[2] == 2);  // chunk 1 (noise with zero groups) and the all-zero tail
+      REQUIRE(modes[3] == 1);  // chunk 0
+    }
     const auto payload = testing::payload_map<E>(s);
     std::vector<std::uint8_t> out(data.size() * sizeof(data[0]) + 64);
     std::mt19937_64 rng(checksum ? 11 : 12);
@@ -93,7 +107,8 @@ TEMPLATE_LIST_TEST_CASE("random corruptions: an error, or a well-formed result f
 
 TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host][corruption]",
                         testing::all_codecs) {
-  const auto s = sample_stream<TestType>(false);
+  const bool sparse = GENERATE(false, true);
+  const auto s = sample_stream<TestType>(false, nullptr, sparse);
   std::vector<std::uint8_t> out(4096 * 4 + 64);
   std::mt19937_64 rng(5);
   const std::size_t data = format::data_offset(format::load_le<std::uint32_t>(s.data() + 32));
@@ -105,7 +120,7 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
       pos = rng() % data;
     } else {
       const std::uint64_t c = rng() % format::load_le<std::uint32_t>(s.data() + 32);
-      pos = format::directory_entry(s.data(), c) + rng() % 12;
+      pos = format::directory_entry(s.data(), c) + rng() % (sparse ? 32 : 12);  // header, and mask
     }
     bad[pos] ^= static_cast<std::uint8_t>(1 + rng() % 255);
     testing::repair_hashes(bad);
@@ -114,11 +129,12 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
   SECTION("an escape count that does not match the planes") {
     auto bad = s;
     const std::uint64_t off = format::directory_entry(bad.data(), 0);
-    REQUIRE(bad[off] == static_cast<std::uint8_t>(format::chunk_mode::coded));
+    REQUIRE(bad[off] == static_cast<std::uint8_t>(sparse ? format::chunk_mode::zero_coded : format::chunk_mode::coded));
     // turn one escaped lane into a coded one: the planes then hold one escape fewer than the count
     using G = codec_detail::group_coder<typename TestType::element_type>;
-    for (std::uint64_t g = 0; g < 16; ++g) {
-      const std::size_t planes = off + 16 + g * G::P * 4;
+    const std::uint64_t base = format::body_offset(512, sparse);
+    for (std::uint64_t g = 0; g < 12; ++g) {
+      const std::size_t planes = off + base + g * G::P * 4;
       const std::uint32_t em = G::escape_mask(bad.data() + planes, 32);
       if (em == 0) continue;
       unsigned lane = 0;
@@ -128,6 +144,28 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     }
     testing::repair_hashes(bad);
     CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+  }
+  SECTION("zero masks that break their rules") {
+    if (!sparse) return;
+    const std::uint64_t c0 = format::directory_entry(s.data(), 0);  // zero_coded, groups 1 and 3 zero
+    const std::uint64_t tail = format::directory_entry(s.data(), 3);  // 100 elements, two groups, all zero
+    auto check = [&](std::uint64_t at, std::uint8_t value) {
+      auto bad = s;
+      bad[at] = value;
+      testing::repair_hashes(bad);
+      INFO("byte " << at << " = " << int(value));
+      CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+    };
+    check(c0 + 16, 0x0A | 0x01);  // one more zero group: the span no longer matches the body
+    check(c0 + 16, 0x02);         // one fewer
+    check(tail + 16, 0x07);       // a bit for a group past the chunk's end
+    check(tail + 17, 0x00 + 1);   // a padding byte of the mask
+    check(tail + 31, 0x80);
+    // a mask that marks nothing does not pay: the chunk should not have been written with one
+    auto none = s;
+    none[tail + 16] = 0;
+    testing::repair_hashes(none);
+    CHECK(decode<TestType>(none, none.size(), out) == status::corrupt);
   }
   SECTION("a directory entry past the end") {
     auto bad = s;

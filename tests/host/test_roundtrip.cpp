@@ -9,6 +9,7 @@
 #include <zipccl/zipccl.hpp>
 
 #include "../support/codecs.hpp"
+#include "../support/stream_tools.hpp"
 #include "../support/test_data.hpp"
 
 using namespace zipccl;
@@ -114,7 +115,96 @@ TEMPLATE_LIST_TEST_CASE("row-sparse gradients (70-95% of the rows zero) round-tr
     opt.chunk_elems = 4096;
     const std::uint64_t bytes = round_trip<TestType>(v.data(), v.size(), opt);
     CHECK(bytes <= host::max_compressed_size<TestType>(v.size(), opt.chunk_elems));
+    opt.zero_groups = false;
+    const std::uint64_t dense = round_trip<TestType>(v.data(), v.size(), opt);
+    CHECK(bytes < dense);
   }
+}
+
+TEMPLATE_LIST_TEST_CASE("zero groups: the mask pays on row-sparse data and costs nothing elsewhere",
+                        "[host][roundtrip][zero]", testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  // an embedding gradient: 4096 rows of 128, 80% of them zero
+  const auto v = testing::make_row_sparse<E>(4096, 128, 0.8, 1e-3, 23);
+  const auto policy = testing::policy_for<TestType>(v.data(), v.size());
+  const auto s = host::compress<TestType>(v.data(), v.size(), {}, policy);
+  const double ratio = double(v.size() * sizeof(T)) / double(s.size());
+  const auto modes = testing::chunk_modes(s);
+  INFO("ratio " << ratio << "; chunks stored/coded/zero_stored/zero_coded " << modes[0] << "/" << modes[1] << "/"
+                << modes[2] << "/" << modes[3]);
+  // every chunk leaves its zero rows out, and none falls back to raw (issue 13)
+  CHECK(modes[0] == 0);
+  CHECK(modes[1] == 0);
+  CHECK(modes[2] == 0);
+  CHECK(modes[3] == format::chunk_count(v.size(), format::default_chunk_elems));
+  if constexpr (std::is_same_v<E, bf16>) CHECK(ratio >= 5.0);
+  if constexpr (std::is_same_v<E, fp16>) CHECK(ratio >= 4.0);
+  if constexpr (std::is_same_v<E, fp32>) CHECK(ratio >= 4.0);
+  std::vector<T> back(v.size());
+  REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
+  REQUIRE(back == v);
+
+  // dense data: no chunk takes a mask, and the stream is the one zero_groups = false writes
+  const auto d = testing::make_tensor<E>(100000, 0.02, testing::distribution::gaussian, 29);
+  host::compress_options off;
+  off.zero_groups = false;
+  const auto p2 = testing::policy_for<TestType>(d.data(), d.size());
+  const auto with = host::compress<TestType>(d.data(), d.size(), {}, p2);
+  const auto without = host::compress<TestType>(d.data(), d.size(), off, p2);
+  CHECK(with == without);
+
+  // a lone zero group in a large chunk pays for the mask (128 bytes at 65,536 elements, and 16 of
+  // slack) only where its elements' fixed part is larger: fp32 (216 bytes), not bf16 (88) or fp16
+  // (112)
+  using L = typename TestType::layout;
+  auto one = d;
+  std::fill(one.begin(), one.begin() + 64, T(0));
+  const auto lone = host::compress<TestType>(one.data(), one.size(), {}, p2);
+  CHECK(L::zero_mask_pays(65536, 64) == std::is_same_v<E, fp32>);
+  CHECK(testing::chunk_modes(lone)[3] == (L::zero_mask_pays(65536, 64) ? 1u : 0u));
+  // and zeros that are not aligned to whole groups stay in the body
+  auto ragged = d;
+  std::fill(ragged.begin() + 1, ragged.begin() + 64 * 40 - 1, T(0));
+  const auto r = host::compress<TestType>(ragged.data(), ragged.size(), {}, p2);
+  REQUIRE(host::decompress(r.data(), r.size(), back.data(), ragged.size() * sizeof(T)) == status::success);
+  REQUIRE(std::equal(ragged.begin(), ragged.end(), back.begin()));
+  CHECK(testing::chunk_modes(r)[3] == 1);  // 38 whole zero groups in chunk 0
+
+  // all-zero tensors, every chunk size: each chunk is its header and mask
+  for (std::uint64_t n : {1ull, 63ull, 64ull, 65ull, 4096ull, 65536ull + 1})
+    for (std::uint32_t chunk : {256u, 65536u}) {
+      INFO("zeros n " << n << " chunk " << chunk);
+      host::compress_options opt;
+      opt.chunk_elems = chunk;
+      const std::vector<T> z(n, 0);
+      const std::uint64_t bytes = round_trip<TestType>(z.data(), n, opt);
+      CHECK(bytes <= format::min_compressed_size<E>(n, chunk, false));
+    }
+}
+
+TEMPLATE_LIST_TEST_CASE("version 1 streams stay readable, and carry no zero masks", "[host][roundtrip][zero]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  // a stream without zero_* chunks is byte for byte a version 1 stream but for its version field
+  const auto d = testing::make_tensor<E>(70000, 0.02, testing::distribution::gaussian, 31);
+  const auto policy = testing::policy_for<TestType>(d.data(), d.size());
+  host::compress_options off;
+  off.zero_groups = false;
+  auto v1 = host::compress<TestType>(d.data(), d.size(), off, policy);
+  REQUIRE(format::load_le<std::uint16_t>(v1.data() + 4) == format::version);
+  testing::set_version(v1, 1);
+  std::vector<T> back(d.size());
+  REQUIRE(host::decompress(v1.data(), v1.size(), back.data(), back.size() * sizeof(T)) == status::success);
+  CHECK(back == d);
+  // a zero_* chunk in a version 1 stream is corrupt
+  const auto sparse = testing::make_row_sparse<E>(600, 128, 0.9, 1e-3, 37);
+  auto bad = host::compress<TestType>(sparse.data(), sparse.size(), {}, policy);
+  REQUIRE(testing::chunk_modes(bad)[2] + testing::chunk_modes(bad)[3] > 0);
+  testing::set_version(bad, 1);
+  back.resize(sparse.size());
+  CHECK(host::decompress(bad.data(), bad.size(), back.data(), back.size() * sizeof(T)) == status::corrupt);
 }
 
 TEMPLATE_LIST_TEST_CASE("sizes around chunk boundaries and unaligned buffers", "[host][roundtrip]",

@@ -15,16 +15,15 @@ using namespace zipccl;
 
 namespace {
 template <class Codec>
-void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksum) {
+void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksum, bool zero_masks = true) {
   using E = typename Codec::element_type;
   using L = typename Codec::layout;
   const auto policy = testing::policy_for<Codec>(v.data(), v.size());
   const auto* in = reinterpret_cast<const std::uint8_t*>(v.data());
   const std::uint64_t m = v.size();
   std::vector<std::uint8_t> fast(L::stored_bytes(m)), ref(L::stored_bytes(m));
-  const std::uint64_t a = host::detail::encode_chunk<E>(policy, in, m, checksum, fast.data());
-  const codebook::table t = codec_detail::choose_table<E>(policy, in, m);
-  const std::uint64_t b = codec_detail::encode_chunk<E>(in, m, t, checksum, ref.data());
+  const std::uint64_t a = host::detail::encode_chunk<E>(policy, in, m, checksum, zero_masks, fast.data());
+  const std::uint64_t b = codec_detail::code_chunk<E>(policy, in, m, checksum, zero_masks, ref.data());
   REQUIRE(a == b);
   REQUIRE(std::memcmp(fast.data(), ref.data(), a) == 0);
   std::vector<std::uint8_t> x(m * L::elem_size + 8), y(m * L::elem_size + 8);
@@ -53,6 +52,12 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
       compare_paths<TestType>(testing::make_tensor<E>(m, 0.03, testing::distribution::student_t, m), checksum);
       compare_paths<TestType>(testing::make_tensor<E>(m, 1e-6, testing::distribution::laplace, m + 1), checksum);
       compare_paths<TestType>(testing::random_bits<E>(m, m + 2), checksum);
+      // zero groups: every other row of 128 elements (and the tail) all zero, with and without masks
+      auto sparse = testing::make_tensor<E>(m, 0.03, testing::distribution::gaussian, m + 3);
+      for (std::uint64_t i = 0; i < m; ++i)
+        if ((i / 128) % 2 == 1 || i + 40 >= m) sparse[i] = 0;
+      compare_paths<TestType>(sparse, checksum, true);
+      compare_paths<TestType>(sparse, checksum, false);
     }
   // every bit pattern, in one chunk
   if constexpr (sizeof(typename TestType::bits_type) == 2) {

@@ -21,7 +21,12 @@ inline void repair_hashes(std::vector<std::uint8_t>& s) {
     const std::uint64_t off = format::directory_entry(s.data(), c);
     const std::uint64_t end = c + 1 < chunks ? format::directory_entry(s.data(), c + 1) : total;
     if (off >= end || end > s.size() || (end - off) % 16 != 0 || off % 8 != 0) continue;
-    format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, whole));
+    // the words before the body: the header's, and the mask's in the zero_* modes
+    const std::uint64_t chunk_elems = format::load_le<std::uint32_t>(s.data() + 12);
+    const std::uint64_t m = format::chunk_elements(format::load_le<std::uint64_t>(s.data() + 16), chunk_elems, c);
+    std::uint64_t body = format::body_offset(m, format::mode_has_zero_mask(format::chunk_mode(s[off] & 3u)));
+    if (body > end - off) body = format::chunk_header_bytes;
+    format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, whole, body));
   }
   format::store_le<std::uint64_t>(s.data() + 40, format::header_hash(s.data(), chunks));
 }
@@ -39,12 +44,28 @@ std::vector<bool> payload_map(const std::vector<std::uint8_t>& s) {
     const std::uint64_t off = format::directory_entry(s.data(), c);
     const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
     const auto ch = format::read_chunk_header(s.data() + off);
-    const std::uint64_t end = ch.mode == format::chunk_mode::stored
-                                  ? format::chunk_header_bytes + m * L::elem_size
-                                  : L::escapes_offset(m) + ch.escapes;
-    for (std::uint64_t p = format::chunk_header_bytes; p < end; ++p) payload[off + p] = true;
+    const auto z = codec_detail::mask_summary_for(s.data() + off, format::chunk_end(s.data(), h, c) - off, m);
+    const auto body = codec_detail::chunk_body<E>(ch, m, z, s.data() + off);
+    const std::uint64_t end = codec_detail::chunk_content_end<E>(ch, body);
+    for (std::uint64_t p = body.base; p < end; ++p) payload[off + p] = true;
   }
   return payload;
+}
+
+// How many chunks of a valid stream are in each mode (index: the mode byte, 0..3).
+inline std::vector<std::uint64_t> chunk_modes(const std::vector<std::uint8_t>& s) {
+  std::vector<std::uint64_t> modes(4, 0);
+  format::stream_header h;
+  if (format::read_header(s.data(), s.size(), &h) != status::success) return modes;
+  for (std::uint64_t c = 0; c < h.chunks; ++c) ++modes[s[format::directory_entry(s.data(), c)] & 3u];
+  return modes;
+}
+
+// Rewrites a stream's version field (and its header hash), as an older or newer writer would.
+inline void set_version(std::vector<std::uint8_t>& s, std::uint16_t version) {
+  format::store_le<std::uint16_t>(s.data() + 4, version);
+  format::store_le<std::uint64_t>(s.data() + 40,
+                                  format::header_hash(s.data(), format::load_le<std::uint32_t>(s.data() + 32)));
 }
 
 }  // namespace zipccl::testing

@@ -19,6 +19,7 @@
 #include "../error.hpp"
 #include "../format/bytes.hpp"
 #include "../format/chunk.hpp"
+#include "../format/zero_mask.hpp"
 
 namespace zipccl::codec_detail {
 
@@ -121,14 +122,46 @@ struct group_coder {
   }
 };
 
-// Gathers a chunk's statistic and asks the policy for its table (scalar reference).
+// Where a chunk's body starts and what it holds: all m elements after the header (stored and
+// coded modes), or, in the zero_* modes, the elements of the groups the mask at chunk offset 16
+// does not mark, after the mask.
+struct body_shape {
+  std::uint64_t base = format::chunk_header_bytes;  // the body's offset in the chunk
+  std::uint64_t elems = 0;                          // elements in the body
+  const std::uint8_t* zero_mask = nullptr;          // the mask (zero_* modes), else null
+};
+
+ZIPCCL_HOST_DEVICE constexpr body_shape dense_body(std::uint64_t m) { return {format::chunk_header_bytes, m, nullptr}; }
+
+// Whether 32-element group g (plane group) of a chunk lies in a zero group of `shape`'s mask.
+ZIPCCL_HOST_DEVICE bool in_zero_group(const body_shape& shape, std::uint64_t g) {
+  return shape.zero_mask != nullptr &&
+         format::zero_bit(shape.zero_mask, g * format::group_elems / format::zero_group_elems);
+}
+
+// Decides a chunk's shape for the encoder: with zero_masks, the chunk's zero mask is written at
+// out + 16 and used when format's rule says it pays (chunk_layout::zero_mask_pays); otherwise the
+// body is the whole chunk (and the body's bytes later overwrite whatever was written at out + 16).
+template <class E>
+ZIPCCL_HOST_DEVICE body_shape plan_body(const std::uint8_t* in, std::uint64_t m, bool zero_masks, std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  if (!zero_masks) return dense_body(m);
+  std::uint8_t* mask = out + format::chunk_header_bytes;
+  const std::uint64_t zero = format::make_zero_mask(in, m, L::elem_size, mask);
+  if (!L::zero_mask_pays(m, zero)) return dense_body(m);
+  return {format::body_offset(m, true), m - zero, mask};
+}
+
+// Gathers a chunk's statistic over the elements of its body and asks the policy for its table
+// (scalar reference).
 template <class E, class Policy>
-ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std::uint8_t* in,
-                                                std::uint64_t m) {
+ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::uint64_t m,
+                                                const body_shape& shape) {
   using bits_type = typename E::bits_type;
   if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
     std::uint64_t sum = 0, count = 0;
     for (std::uint64_t i = 0; i < m; ++i) {
+      if (in_zero_group(shape, i / format::group_elems)) continue;
       const std::uint32_t e = E::exponent(load_le<bits_type>(in + i * sizeof(bits_type)));
       if (Policy::template counts<E>(e)) {
         sum += e;
@@ -138,120 +171,245 @@ ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std:
     return Policy::template select<E>(sum, count);
   } else if constexpr (Policy::stat == codebook::statistic::histogram) {
     std::uint32_t counts[E::exponent_count] = {};
-    for (std::uint64_t i = 0; i < m; ++i) ++counts[E::exponent(load_le<bits_type>(in + i * sizeof(bits_type)))];
+    for (std::uint64_t i = 0; i < m; ++i)
+      if (!in_zero_group(shape, i / format::group_elems))
+        ++counts[E::exponent(load_le<bits_type>(in + i * sizeof(bits_type)))];
     return Policy::template select<E>(counts);
   } else {
     return policy.entries;
   }
 }
 
-// Writes a stored chunk of m elements; returns its size.
+template <class E, class Policy>
+ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::uint64_t m) {
+  return choose_table<E>(policy, in, m, dense_body(m));
+}
+
+// The chunk mode for a body of `shape`, coded or stored.
+ZIPCCL_HOST_DEVICE constexpr format::chunk_mode mode_for(const body_shape& shape, bool coded) {
+  return shape.zero_mask != nullptr ? (coded ? format::chunk_mode::zero_coded : format::chunk_mode::zero_stored)
+                                    : (coded ? format::chunk_mode::coded : format::chunk_mode::stored);
+}
+
+// Writes a stored chunk of m elements (its body per `shape`, whose mask is already in place);
+// returns its size.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m,
-                                                    bool checksum, std::uint8_t* out) {
+ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+                                                    std::uint8_t* out, const body_shape& shape) {
   using L = format::chunk_layout<E>;
-  const std::uint64_t size = L::stored_bytes(m);
-  const std::uint64_t body = m * L::elem_size;
-  std::memcpy(out + format::chunk_header_bytes, in, body);
-  for (std::uint64_t p = format::chunk_header_bytes + body; p < size; ++p) out[p] = 0;
+  const std::uint64_t size = L::stored_bytes(shape.elems, shape.base);
+  std::uint64_t pos = shape.base;
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    if (in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
+    std::memcpy(out + pos, in + first * L::elem_size, lanes * L::elem_size);
+    pos += lanes * L::elem_size;
+  }
+  for (std::uint64_t p = pos; p < size; ++p) out[p] = 0;
   format::chunk_header h;
-  h.mode = format::chunk_mode::stored;
+  h.mode = mode_for(shape, false);
   format::write_chunk_header(out, h);
-  format::store_chunk_check(out, format::chunk_check(out, size, checksum));
+  format::store_chunk_check(out, format::chunk_check(out, size, checksum, shape.base));
   return size;
 }
 
-// Seals a coded chunk whose body is in place: pads, writes the header and check; returns size.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(std::uint64_t m, const codebook::table& t,
-                                                  std::uint64_t escapes, bool checksum,
-                                                  std::uint8_t* out) {
+ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+                                                    std::uint8_t* out) {
+  return write_stored_chunk<E>(in, m, checksum, out, dense_body(m));
+}
+
+// Seals a coded chunk whose body (per `shape`) is in place: pads, writes the header and check;
+// returns its size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(const body_shape& shape, const codebook::table& t,
+                                                  std::uint64_t escapes, bool checksum, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
-  const std::uint64_t end = L::escapes_offset(m) + escapes;
-  const std::uint64_t size = L::coded_bytes(m, escapes);
+  const std::uint64_t end = L::escapes_offset(shape.elems, shape.base) + escapes;
+  const std::uint64_t size = L::coded_bytes(shape.elems, escapes, shape.base);
   for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
   format::chunk_header h;
-  h.mode = format::chunk_mode::coded;
+  h.mode = mode_for(shape, true);
   for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = t.exponent[i];
   h.escapes = static_cast<std::uint32_t>(escapes);
   format::write_chunk_header(out, h);
-  format::store_chunk_check(out, format::chunk_check(out, size, checksum));
+  format::store_chunk_check(out, format::chunk_check(out, size, checksum, shape.base));
   return size;
 }
 
-// Encodes one chunk of m elements with table t into out, which must hold stored_bytes(m).
-// Falls back to a stored chunk as soon as the escapes would make coding not pay. Returns the size.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint64_t m,
-                                              const codebook::table& t, bool checksum,
-                                              std::uint8_t* out) {
+ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(std::uint64_t m, const codebook::table& t, std::uint64_t escapes,
+                                                  bool checksum, std::uint8_t* out) {
+  return seal_coded_chunk<E>(dense_body(m), t, escapes, checksum, out);
+}
+
+// Encodes one chunk of m elements with table t into out, which must hold stored_bytes(m); the
+// body per `shape` (plan_body()). Falls back to a stored body as soon as the escapes would make
+// coding not pay. Returns the chunk's size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t,
+                                              bool checksum, std::uint8_t* out, const body_shape& shape) {
   using L = format::chunk_layout<E>;
   using G = group_coder<E>;
-  const std::int64_t budget = L::escape_budget(m);
-  if (budget < 0) return write_stored_chunk<E>(in, m, checksum, out);
+  const std::int64_t budget = L::escape_budget(shape.elems, shape.base);
+  if (budget < 0) return write_stored_chunk<E>(in, m, checksum, out, shape);
   std::uint8_t lut[256];
   codebook::make_code_lut(t, lut);
-  std::uint8_t* planes = out + L::planes_offset();
-  std::uint8_t* words = out + L::words_offset(m);
-  std::uint8_t* bytes = out + L::bytes_offset(m);
-  std::uint8_t* escapes = out + L::escapes_offset(m);
-  std::uint64_t n_esc = 0;
+  std::uint8_t* planes = out + L::planes_offset(shape.base);
+  std::uint8_t* words = out + L::words_offset(shape.elems, shape.base);
+  std::uint8_t* bytes = out + L::bytes_offset(shape.elems, shape.base);
+  std::uint8_t* escapes = out + L::escapes_offset(shape.elems, shape.base);
+  std::uint64_t n_esc = 0, b = 0;  // b: the body's group
   std::uint8_t esc[32];
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-    const std::uint64_t first = g * format::group_elems;
+    if (in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems, at = b * format::group_elems;
     const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
-    const unsigned k = G::encode(in + first * L::elem_size, lanes, lut, planes + g * G::P * 4,
-                                 words + first * L::word_bytes, bytes + first, esc);
-    if (static_cast<std::int64_t>(n_esc + k) > budget) return write_stored_chunk<E>(in, m, checksum, out);
+    const unsigned k = G::encode(in + first * L::elem_size, lanes, lut, planes + b * G::P * 4,
+                                 words + at * L::word_bytes, bytes + at, esc);
+    if (static_cast<std::int64_t>(n_esc + k) > budget) return write_stored_chunk<E>(in, m, checksum, out, shape);
     for (unsigned j = 0; j < k; ++j) escapes[n_esc + j] = esc[j];
     n_esc += k;
+    ++b;
   }
-  return seal_coded_chunk<E>(m, t, n_esc, checksum, out);
+  return seal_coded_chunk<E>(shape, t, n_esc, checksum, out);
+}
+
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t,
+                                              bool checksum, std::uint8_t* out) {
+  return encode_chunk<E>(in, m, t, checksum, out, dense_body(m));
+}
+
+// The whole reference encoder for one chunk: its shape (zero mask or not), the policy's table
+// over the body, the body coded or stored. Returns the chunk's size.
+template <class E, class Policy>
+ZIPCCL_HOST_DEVICE std::uint64_t code_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m,
+                                            bool checksum, bool zero_masks, std::uint8_t* out) {
+  const body_shape shape = plan_body<E>(in, m, zero_masks, out);
+  const codebook::table t = choose_table<E>(policy, in, m, shape);
+  return encode_chunk<E>(in, m, t, checksum, out, shape);
 }
 
 // The rules a chunk header must meet for a chunk of m elements spanning `span` bytes (everything
-// but the check value and the padding bytes).
+// but the check value and the padding bytes). For the zero_* modes, `z` summarises the chunk's
+// mask (format::read_zero_mask); the default summary rejects them, as the collectives' wire does.
 template <class E>
-ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std::uint64_t span, std::uint64_t m) {
+ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std::uint64_t span, std::uint64_t m,
+                                             const format::zero_mask_summary& z = {}) {
   using L = format::chunk_layout<E>;
   if (span < format::chunk_header_bytes || span % format::alignment != 0) return status::corrupt;
-  if (r.mode == format::chunk_mode::stored) {
-    if (span != L::stored_bytes(m) || r.escapes != 0) return status::corrupt;
+  if (static_cast<unsigned>(r.mode) > 3u) return status::corrupt;
+  const bool masked = format::mode_has_zero_mask(r.mode);
+  if (masked && (!z.ok || !L::zero_mask_pays(m, z.zero_elems))) return status::corrupt;
+  const std::uint64_t base = format::body_offset(m, masked);
+  const std::uint64_t elems = masked ? m - z.zero_elems : m;
+  if (!format::mode_is_coded(r.mode)) {
+    if (span != L::stored_bytes(elems, base) || r.escapes != 0) return status::corrupt;
     for (unsigned i = 0; i < format::table_size; ++i)
       if (r.table[i] != 0) return status::corrupt;
-  } else if (r.mode == format::chunk_mode::coded) {
-    if (L::escape_budget(m) < 0 || r.escapes > static_cast<std::uint64_t>(L::escape_budget(m)))
-      return status::corrupt;
-    if (span != L::coded_bytes(m, r.escapes)) return status::corrupt;
+  } else {
+    const std::int64_t budget = L::escape_budget(elems, base);
+    if (budget < 0 || r.escapes > static_cast<std::uint64_t>(budget)) return status::corrupt;
+    if (span != L::coded_bytes(elems, r.escapes, base)) return status::corrupt;
     for (unsigned i = 0; i < format::table_size; ++i)
       if (r.table[i] >= E::exponent_count) return status::corrupt;
-  } else {
-    return status::corrupt;
   }
   return status::success;
+}
+
+// The span of a stored or coded chunk of m elements from its header alone (the collectives' wire
+// carries no other mode), or 0 when the header breaks the rules.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t dense_chunk_span(const format::chunk_header& h, std::uint64_t m) {
+  using L = format::chunk_layout<E>;
+  std::uint64_t span = 0;
+  if (h.mode == format::chunk_mode::stored) {
+    span = L::stored_bytes(m);
+  } else if (h.mode == format::chunk_mode::coded) {
+    if (L::escape_budget(m) < 0 || h.escapes > static_cast<std::uint64_t>(L::escape_budget(m))) return 0;
+    span = L::coded_bytes(m, h.escapes);
+  } else {
+    return 0;
+  }
+  return check_chunk_header<E>(h, span, m) == status::success ? span : 0;
+}
+
+// The body of a chunk whose header passed check_chunk_header (with the same summary).
+template <class E>
+ZIPCCL_HOST_DEVICE body_shape chunk_body(const format::chunk_header& r, std::uint64_t m,
+                                         const format::zero_mask_summary& z, const std::uint8_t* chunk) {
+  if (!format::mode_has_zero_mask(r.mode)) return dense_body(m);
+  return {format::body_offset(m, true), m - z.zero_elems, chunk + format::chunk_header_bytes};
 }
 
 // Where a valid chunk's content ends and its zero padding starts.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, std::uint64_t m) {
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, const body_shape& body) {
   using L = format::chunk_layout<E>;
-  return r.mode == format::chunk_mode::stored ? format::chunk_header_bytes + m * L::elem_size
-                                              : L::escapes_offset(m) + r.escapes;
+  return format::mode_is_coded(r.mode) ? L::escapes_offset(body.elems, body.base) + r.escapes
+                                       : body.base + body.elems * L::elem_size;
 }
 
-// Validates a whole chunk: header rules, check value, zero padding. On success *h holds the header.
 template <class E>
-ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
-                                      bool checksum, format::chunk_header* h) {
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, std::uint64_t m) {
+  return chunk_content_end<E>(r, dense_body(m));
+}
+
+// The mask summary check_chunk_header needs for the chunk's mode (a dense chunk needs none).
+ZIPCCL_HOST_DEVICE format::zero_mask_summary mask_summary_for(const std::uint8_t* chunk, std::uint64_t span,
+                                                              std::uint64_t m) {
+  if (span < format::chunk_header_bytes || !format::mode_has_zero_mask(static_cast<format::chunk_mode>(chunk[0] & 3u)))
+    return {};
+  return format::read_zero_mask(chunk, span, m);
+}
+
+// Validates a whole chunk: header rules (the mask's included), check value, zero padding. On
+// success *h holds the header and *body (when not null) the body's shape.
+template <class E>
+ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+                                      format::chunk_header* h, body_shape* body = nullptr) {
   if (span < format::chunk_header_bytes) return status::corrupt;
   const format::chunk_header r = format::read_chunk_header(chunk);
-  const status s = check_chunk_header<E>(r, span, m);
+  const format::zero_mask_summary z = mask_summary_for(chunk, span, m);
+  const status s = check_chunk_header<E>(r, span, m, z);
   if (s != status::success) return s;
-  if (format::chunk_check(chunk, span, checksum) != r.check) return status::checksum_mismatch;
-  for (std::uint64_t p = chunk_content_end<E>(r, m); p < span; ++p)
+  const body_shape b = chunk_body<E>(r, m, z, chunk);
+  if (format::chunk_check(chunk, span, checksum, b.base) != r.check) return status::checksum_mismatch;
+  for (std::uint64_t p = chunk_content_end<E>(r, b); p < span; ++p)
     if (chunk[p] != 0) return status::corrupt;
   *h = r;
+  if (body != nullptr) *body = b;
   return status::success;
+}
+
+// Writes `lanes` +0.0 elements at out.
+template <class E>
+ZIPCCL_HOST_DEVICE void store_zeros(std::uint8_t* out, std::uint64_t lanes) {
+  for (std::uint64_t i = 0; i < lanes * sizeof(typename E::bits_type); ++i) out[i] = 0;
+}
+
+// Decodes a stored body (per `body`) into out (m elements).
+template <class E>
+ZIPCCL_HOST_DEVICE void decode_stored_body(const std::uint8_t* chunk, std::uint64_t m, const body_shape& body,
+                                           std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  if (body.zero_mask == nullptr) {
+    std::memcpy(out, chunk + body.base, m * L::elem_size);
+    return;
+  }
+  std::uint64_t pos = body.base;
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    const std::uint64_t first = g * format::group_elems;
+    const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
+    if (in_zero_group(body, g)) {
+      store_zeros<E>(out + first * L::elem_size, lanes);
+      continue;
+    }
+    std::memcpy(out + first * L::elem_size, chunk + pos, lanes * L::elem_size);
+    pos += lanes * L::elem_size;
+  }
 }
 
 // Decodes one validated-span chunk of m elements into out (m elements, any alignment).
@@ -261,22 +419,27 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
   using L = format::chunk_layout<E>;
   using G = group_coder<E>;
   format::chunk_header h;
-  const status st = check_chunk<E>(chunk, span, m, checksum, &h);
+  body_shape body;
+  const status st = check_chunk<E>(chunk, span, m, checksum, &h, &body);
   if (st != status::success) return st;
-  if (h.mode == format::chunk_mode::stored) {
-    std::memcpy(out, chunk + format::chunk_header_bytes, m * L::elem_size);
+  if (!format::mode_is_coded(h.mode)) {
+    decode_stored_body<E>(chunk, m, body, out);
     return status::success;
   }
-  const std::uint8_t* planes = chunk + L::planes_offset();
-  const std::uint8_t* words = chunk + L::words_offset(m);
-  const std::uint8_t* bytes = chunk + L::bytes_offset(m);
-  const std::uint8_t* escapes = chunk + L::escapes_offset(m);
+  const std::uint8_t* planes = chunk + L::planes_offset(body.base);
+  const std::uint8_t* words = chunk + L::words_offset(body.elems, body.base);
+  const std::uint8_t* bytes = chunk + L::bytes_offset(body.elems, body.base);
+  const std::uint8_t* escapes = chunk + L::escapes_offset(body.elems, body.base);
   const std::uint64_t table = G::pack_table(h.table);
-  std::uint64_t used = 0;
+  std::uint64_t used = 0, b = 0;  // b: the body's group
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-    const std::uint64_t first = g * format::group_elems;
+    const std::uint64_t first = g * format::group_elems, at = b * format::group_elems;
     const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
-    const std::uint8_t* gp = planes + g * G::P * 4;
+    if (in_zero_group(body, g)) {
+      store_zeros<E>(out + first * L::elem_size, lanes);
+      continue;
+    }
+    const std::uint8_t* gp = planes + b * G::P * 4;
     if (!G::padding_clear(gp, lanes)) return status::corrupt;
     std::uint32_t p[G::P];
     G::load_planes(gp, p);
@@ -288,10 +451,11 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
         e = escapes[used++];
         if (e >= E::exponent_count) return status::corrupt;
       }
-      const std::uint64_t k = first + i;
+      const std::uint64_t k = at + i;
       const std::uint32_t word = L::word_bytes ? load_le<std::uint16_t>(words + 2 * k) : 0u;
-      store_le<typename E::bits_type>(out + k * L::elem_size, G::join_lane(p, i, e, bytes[k], word));
+      store_le<typename E::bits_type>(out + (first + i) * L::elem_size, G::join_lane(p, i, e, bytes[k], word));
     }
+    ++b;
   }
   return used == h.escapes ? status::success : status::corrupt;
 }

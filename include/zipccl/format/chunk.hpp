@@ -1,6 +1,8 @@
 // zipccl: the layout of one chunk.
 //
 //   chunk header (16 bytes): mode u8 | table u8[7] | escape count u32 | check u32
+//   zero mask    (zero_stored and zero_coded modes only: format/zero_mask.hpp); the body below then
+//                holds only the groups the mask does not mark
 //   coded body:   bit planes  (per group of 32 elements: P little-endian u32 words)
 //                 words       (fp32 only: bits 0..15 of each element's rest, u16 each)
 //                 bytes       (one byte per element: bits 0..7 of the rest, or 16..23 for fp32)
@@ -51,11 +53,14 @@ ZIPCCL_HOST_DEVICE chunk_header read_chunk_header(const std::uint8_t* in) {
 }
 
 // The check value of a chunk of `bytes` bytes (a multiple of 16): the hash of its words with the
-// check field (bytes 12..15) read as zero. Without the checksum flag only the header's two words
-// are hashed, so the mode, table and escape count are always protected. Executors that hash in
-// parallel sum check_term() over words [0, check_words()) in any order and seal with check_value().
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t check_words(std::uint64_t bytes, bool whole) {
-  return whole ? bytes / 8 : 2;
+// check field (bytes 12..15) read as zero. Without the checksum flag only the words before the
+// body are hashed: the header's two, and in the zero_* modes the mask's (`body` is the body's
+// offset, body_offset()), so the mode, table, escape count and mask are always protected.
+// Executors that hash in parallel sum check_term() over words [0, check_words()) in any order and
+// seal with check_value().
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t check_words(std::uint64_t bytes, bool whole,
+                                                       std::uint64_t body = chunk_header_bytes) {
+  return whole ? bytes / 8 : body / 8;
 }
 
 // The hash term of word j (its little-endian value w) of a chunk: word 1 without the check field.
@@ -67,11 +72,11 @@ ZIPCCL_HOST_DEVICE constexpr std::uint32_t check_value(std::uint64_t term_sum, s
   return fold32(hash_finish(term_sum, words));
 }
 
-ZIPCCL_HOST_DEVICE std::uint32_t chunk_check(const std::uint8_t* chunk, std::uint64_t bytes,
-                                             bool whole) {
-  const std::uint64_t words = check_words(bytes, whole);
+ZIPCCL_HOST_DEVICE std::uint32_t chunk_check(const std::uint8_t* chunk, std::uint64_t bytes, bool whole,
+                                             std::uint64_t body = chunk_header_bytes) {
+  const std::uint64_t words = check_words(bytes, whole, body);
   std::uint64_t s = check_term(0, load_le<std::uint64_t>(chunk)) + check_term(1, load_le<std::uint64_t>(chunk + 8));
-  if (whole) s += hash_sum(chunk + 16, 2, words - 2);
+  if (words > 2) s += hash_sum(chunk + 16, 2, words - 2);
   return check_value(s, words);
 }
 

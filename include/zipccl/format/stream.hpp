@@ -37,12 +37,17 @@ inline constexpr std::uint32_t magic_word = 0x4C43505Au;
 ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
   return static_cast<std::uint8_t>(magic_word >> (8 * i));
 }
-inline constexpr std::uint16_t version = 1;
+// The version writers put in the header. Readers accept every version from 1: version 1 streams
+// have no zero_* chunk modes, version 2 adds them (docs/FORMAT.md).
+inline constexpr std::uint16_t version = 2;
+inline constexpr std::uint16_t min_version = 1;
+ZIPCCL_HOST_DEVICE constexpr bool version_has_zero_masks(std::uint16_t v) { return v >= 2; }
 inline constexpr std::uint32_t flag_checksum = 1u;  // every chunk check covers its whole body
 inline constexpr std::uint32_t known_flags = flag_checksum;
 
 // The decoded stream header.
 struct stream_header {
+  std::uint16_t version = format::version;
   dtype type = dtype::bf16;
   codebook_kind codebook = codebook_kind::analytic_gaussian;
   std::uint32_t flags = 0;
@@ -61,7 +66,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t header_hash(const std::uint8_t* stream, std::ui
 // Writes header bytes 0..39 (everything but the hash).
 ZIPCCL_HOST_DEVICE void write_header_fields(std::uint8_t* out, const stream_header& h) {
   store_le<std::uint32_t>(out, magic_word);
-  store_le<std::uint16_t>(out + 4, version);
+  store_le<std::uint16_t>(out + 4, h.version);
   out[6] = static_cast<std::uint8_t>(h.type);
   out[7] = static_cast<std::uint8_t>(h.codebook);
   store_le<std::uint32_t>(out + 8, h.flags);
@@ -113,9 +118,11 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   }
   for (int i = 0; i < 4; ++i)
     if (in[i] != magic_byte(i)) return status::bad_magic;
-  if (load_le<std::uint16_t>(in + 4) != version) return status::unsupported_version;
+  const std::uint16_t v = load_le<std::uint16_t>(in + 4);
+  if (v < min_version || v > version) return status::unsupported_version;
   if (in_bytes < header_bytes) return status::truncated;
   stream_header r;
+  r.version = v;
   const std::uint8_t t = in[6], cb = in[7];
   if (t < 1 || t > 3) return status::corrupt;
   if (cb < 1 || cb > 3) return status::corrupt;
@@ -134,7 +141,8 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   // Every chunk holds at most chunk_elems * 4 bytes, so this also keeps later sums from overflowing.
   if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems)) return status::corrupt;
   // A count the stream's size cannot hold (checked before anyone sizes a buffer from it).
-  if (r.total_bytes < min_compressed_size(r.type, r.count, r.chunk_elems)) return status::corrupt;
+  if (r.total_bytes < min_compressed_size(r.type, r.count, r.chunk_elems, version_has_zero_masks(v)))
+    return status::corrupt;
   if (in_bytes < data) return status::truncated;
   *h = r;
   return status::success;
@@ -164,6 +172,12 @@ ZIPCCL_HOST_DEVICE std::uint64_t directory_entry(const std::uint8_t* stream, std
 ZIPCCL_HOST_DEVICE constexpr bool directory_entry_ok(const stream_header& h, std::uint64_t i, std::uint64_t entry,
                                                      std::uint64_t prev) {
   return (i == 0 ? entry == data_offset(h.chunks) : entry > prev) && entry < h.total_bytes;
+}
+
+// Whether a chunk whose first byte (its mode) is `mode_byte` may appear in a stream of this
+// header's version: the zero_* modes only from version 2 on. (The chunk's own rules come after.)
+ZIPCCL_HOST_DEVICE constexpr bool chunk_mode_allowed(const stream_header& h, std::uint8_t mode_byte) {
+  return version_has_zero_masks(h.version) || !mode_has_zero_mask(static_cast<chunk_mode>(mode_byte & 3u));
 }
 
 // Where chunk i ends: the next chunk's start, or the stream's end for the last one.

@@ -26,6 +26,7 @@ struct compress_options {
   std::uint32_t chunk_elems = format::default_chunk_elems;  // multiple of 256, 256 .. 2^24
   bool checksum = false;  // hash every chunk's whole body (docs/FORMAT.md)
   unsigned threads = 1;   // > 1: chunks are coded in parallel (needs out_capacity >= the bound)
+  bool zero_groups = true;  // leave all-zero 64-element groups out of a chunk where that pays
 };
 
 // The exact upper bound on compress()'s output for n elements.
@@ -72,7 +73,8 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
       }
       // The directory entry holds the chunk's offset within its part for now.
       format::store_le<std::uint64_t>(dst + format::header_bytes + 8 * c, pos - part_begin[p]);
-      pos += detail::encode_chunk<E>(cb, src + c * opt.chunk_elems * L::elem_size, m, opt.checksum, dst + pos);
+      pos += detail::encode_chunk<E>(cb, src + c * opt.chunk_elems * L::elem_size, m, opt.checksum, opt.zero_groups,
+                                     dst + pos);
     }
     part_end[p] = pos;
   });

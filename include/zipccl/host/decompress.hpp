@@ -68,8 +68,10 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
       const std::uint64_t off = format::directory_entry(in, c);
       const std::uint64_t end = format::chunk_end(in, h, c);
       const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
-      const status s = detail::decode_chunk<E>(in + off, end - off, m, whole,
-                                               out + c * h.chunk_elems * L::elem_size);
+      const status s = !format::chunk_mode_allowed(h, in[off])
+                           ? status::corrupt
+                           : detail::decode_chunk<E>(in + off, end - off, m, whole,
+                                                     out + c * h.chunk_elems * L::elem_size);
       if (s != status::success) {
         part_status[p] = s;
         return;

@@ -86,7 +86,7 @@ struct fixed_wire {
     for (std::uint64_t first = 0; first < m && !overflow; first += chunk_elems) {
       const std::uint64_t k = m - first < chunk_elems ? m - first : chunk_elems;
       const std::uint64_t f = W::chunk_fixed(k);
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, scratch);
+      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, false, scratch);
       if (size - f > room - used) {
         overflow = true;
         break;

@@ -56,7 +56,7 @@ struct wire {
     for (std::uint64_t first = 0; first < count; first += chunk_elems) {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
       const std::uint64_t f = chunk_fixed(m);
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, fixed);
+      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, false, fixed);
       if (size > f) std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
       tail_bytes += size - f;
@@ -117,18 +117,12 @@ struct wire {
   }
 
  private:
-  // A chunk's whole size from its header, which the fixed section always holds.
+  // A chunk's whole size from its header, which the fixed section always holds. The wire carries
+  // stored and coded chunks only (its encoder writes no zero mask: the fixed section's size must
+  // follow from the count).
   static status chunk_span(const std::uint8_t* fixed, std::uint64_t m, std::uint64_t* span) {
-    const format::chunk_header h = format::read_chunk_header(fixed);
-    if (h.mode == format::chunk_mode::stored) {
-      *span = L::stored_bytes(m);
-    } else if (h.mode == format::chunk_mode::coded) {
-      if (L::escape_budget(m) < 0 || h.escapes > static_cast<std::uint64_t>(L::escape_budget(m))) return status::corrupt;
-      *span = L::coded_bytes(m, h.escapes);
-    } else {
-      return status::corrupt;
-    }
-    return codec_detail::check_chunk_header<E>(h, *span, m);
+    *span = codec_detail::dense_chunk_span<E>(format::read_chunk_header(fixed), m);
+    return *span != 0 ? status::success : status::corrupt;
   }
 };
 

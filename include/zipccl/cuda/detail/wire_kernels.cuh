@@ -89,18 +89,7 @@ struct wire_geometry {
 // The span of a chunk from its header (the stream's rules), or 0 when the header breaks them.
 template <class E>
 __device__ __forceinline__ std::uint64_t chunk_span_of(const std::uint8_t* chunk, std::uint64_t m) {
-  using L = format::chunk_layout<E>;
-  const format::chunk_header h = format::read_chunk_header(chunk);
-  std::uint64_t span = 0;
-  if (h.mode == format::chunk_mode::stored) {
-    span = L::stored_bytes(m);
-  } else if (h.mode == format::chunk_mode::coded) {
-    if (L::escape_budget(m) < 0 || h.escapes > static_cast<std::uint64_t>(L::escape_budget(m))) return 0;
-    span = L::coded_bytes(m, h.escapes);
-  } else {
-    return 0;
-  }
-  return codec_detail::check_chunk_header<E>(h, span, m) == status::success ? span : 0;
+  return codec_detail::dense_chunk_span<E>(format::read_chunk_header(chunk), m);
 }
 
 __device__ __forceinline__ void copy_bytes(std::uint8_t* dst, const std::uint8_t* src, std::uint64_t n) {
