@@ -40,6 +40,7 @@ __device__ __forceinline__ zipccl::status locate(const std::uint8_t* s, const zi
   const bool ok = f::directory_entry_ok(h, c, e, c ? f::directory_entry(s, c - 1) : 0) &&
                   (c + 1 == h.chunks || f::directory_entry_ok(h, c + 1, f::directory_entry(s, c + 1), e));
   if (!ok) return zipccl::status::corrupt;
+  if (!f::chunk_mode_allowed(h, s[e])) return zipccl::status::corrupt;  // zero masks need version 2
   *off = e;
   *span = f::chunk_end(s, h, c) - e;
   return zipccl::status::success;

@@ -1,7 +1,7 @@
 // zipccl: command-line tool for the lossless codec.
 //
 //   zipccl compress   --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--checksum]
-//                     [--chunk N] [--threads N] [--json] IN OUT
+//                     [--chunk N] [--threads N] [--no-zero-groups] [--json] IN OUT
 //   zipccl decompress [--threads N] [--json] IN OUT
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
 //   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
@@ -49,7 +49,7 @@ struct usage_error : std::runtime_error {
 
 constexpr const char* usage_text =
     "usage: zipccl compress --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--window LO]\n"
-    "                       [--checksum] [--chunk N] [--threads N] [--json] IN OUT\n"
+    "                       [--checksum] [--chunk N] [--threads N] [--no-zero-groups] [--json] IN OUT\n"
     "       zipccl decompress [--threads N] [--json] IN OUT\n"
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
@@ -76,6 +76,7 @@ args parse(int argc, char** argv) {
   a.command = argv[1];
   const std::map<std::string, bool> takes_value = {{"--dtype", true},   {"--codebook", true}, {"--window", true},
                                                    {"--chunk", true},   {"--threads", true},  {"--checksum", false},
+                                                   {"--no-zero-groups", false},
                                                    {"--json", false},   {"--op", true},       {"--ranks", true},
                                                    {"--bytes", true},   {"--link-gbps", true}, {"--latency-us", true},
                                                    {"--compress-gbps", true}, {"--decompress-gbps", true},
@@ -229,6 +230,7 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
 zipccl::host::compress_options compress_options_from(const args& a) {
   zipccl::host::compress_options opt;
   opt.checksum = a.flag("--checksum");
+  opt.zero_groups = !a.flag("--no-zero-groups");
   if (auto c = a.get("--chunk")) {
     const std::uint64_t v = parse_uint(*c, "--chunk");
     if (!zipccl::format::valid_chunk_elems(v))
@@ -273,7 +275,8 @@ int cmd_compress(const args& a) {
 
 int cmd_decompress(const args& a) {
   if (a.files.size() != 2) throw usage_error("decompress needs IN and OUT");
-  if (a.get("--dtype") || a.get("--codebook") || a.flag("--checksum") || a.get("--chunk") || a.get("--window"))
+  if (a.get("--dtype") || a.get("--codebook") || a.flag("--checksum") || a.get("--chunk") || a.get("--window") ||
+      a.flag("--no-zero-groups"))
     throw usage_error("decompress takes only --threads and --json (the stream describes itself)");
   zipccl::host::decompress_options opt;
   opt.threads = compress_options_from(a).threads;
@@ -337,8 +340,8 @@ int cmd_inspect(const args& a) {
     }
     char buf[256];
     std::snprintf(buf, sizeof buf, "},\"exponent_entropy_bits\":%.6f,\"entropy_bound_ratio\":%.6f,"
-                  "\"ideal_3bit_ratio\":%.6f,\"ratios\":{", st.entropy_bits, st.entropy_bound_ratio,
-                  st.ideal_3bit_ratio);
+                  "\"ideal_3bit_ratio\":%.6f,\"zero_group_elements\":%llu,\"ratios\":{", st.entropy_bits,
+                  st.entropy_bound_ratio, st.ideal_3bit_ratio, static_cast<unsigned long long>(st.zero_group_elems));
     o << buf;
     for (std::size_t i = 0; i < results.size(); ++i) {
       std::snprintf(buf, sizeof buf, "%s\"%s\":%.6f", i ? "," : "", results[i].name.c_str(), results[i].ratio);
@@ -357,6 +360,9 @@ int cmd_inspect(const args& a) {
     std::printf("exponent entropy: %.4f bits; bound for exponent-only coding: %.4fx\n", st.entropy_bits,
                 st.entropy_bound_ratio);
     std::printf("ideal 3-bit 7-entry code: %.4fx\n", st.ideal_3bit_ratio);
+    std::printf("in all-zero 64-element groups: %llu elements (%.2f%%), 1 bit per group where the mask pays\n",
+                static_cast<unsigned long long>(st.zero_group_elems),
+                t.count ? 100.0 * static_cast<double>(st.zero_group_elems) / static_cast<double>(t.count) : 0.0);
     for (const auto& r : results)
       std::printf("  %-9s ratio %.4fx  (%.1f%% of the entropy bound)  round trip %s\n", r.name.c_str(), r.ratio,
                   st.entropy_bound_ratio > 0 ? 100.0 * r.ratio / st.entropy_bound_ratio : 0.0,

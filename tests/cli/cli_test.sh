@@ -25,6 +25,15 @@ npy('x32.npy', '<f4', f32, len(vals))
 npy('bad_shape.npy', '<f4', f32[:-4], len(vals))
 npy('int.npy', '<i4', f32, len(vals))
 open('odd.bf16', 'wb').write(b'\x01\x02\x03')
+# a row-sparse bf16 gradient: 1000 rows of 128, four in five all zero
+rows = []
+for r in range(1000):
+    if random.random() < 0.8:
+        rows.append(b'\x00' * 256)
+    else:
+        row = struct.pack('<128f', *[random.gauss(0, 1e-3) for _ in range(128)])
+        rows.append(b''.join(row[i+2:i+4] for i in range(0, len(row), 4)))
+open('sparse.bf16', 'wb').write(b''.join(rows))
 PY
 
 one_line_error() {  # command must fail (exit 1 or 2) with exactly one line on stderr
@@ -46,6 +55,15 @@ roundtrip)
       done
     done
   done
+  # zero groups: the default leaves the zero rows out; --no-zero-groups keeps them in the body
+  check "'$zipccl' compress --dtype bf16 sparse.bf16 s.zpc >/dev/null"
+  check "'$zipccl' compress --dtype bf16 --no-zero-groups sparse.bf16 s_dense.zpc >/dev/null"
+  check "'$zipccl' decompress s.zpc s.back >/dev/null && cmp -s sparse.bf16 s.back"
+  check "'$zipccl' decompress s_dense.zpc s_dense.back >/dev/null && cmp -s sparse.bf16 s_dense.back"
+  check "[ \$(stat -c %s s.zpc) -lt \$(( \$(stat -c %s sparse.bf16) / 4 )) ]"
+  check "[ \$(stat -c %s s_dense.zpc) -gt \$(( \$(stat -c %s sparse.bf16) / 2 )) ]"
+  check "'$zipccl' inspect --dtype bf16 sparse.bf16 | grep -q 'in all-zero 64-element groups: [0-9]* elements ([78][0-9]\\.'"
+  one_line_error "$zipccl" decompress --no-zero-groups s.zpc s.back
   check "'$zipccl' compress --dtype bf16 --codebook fixed --window 120 x.bf16 w.zpc >/dev/null"
   check "'$zipccl' decompress --threads 3 w.zpc w.back >/dev/null && cmp -s x.bf16 w.back"
   ;;

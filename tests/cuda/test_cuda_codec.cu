@@ -20,6 +20,7 @@
 
 #include "../support/codecs.hpp"
 #include "../support/cuda_test.cuh"
+#include "../support/stream_tools.hpp"
 #include "../support/test_data.hpp"
 
 using namespace zipccl;
@@ -35,7 +36,7 @@ using testing::device_buffer;
 
 template <class Codec>
 std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, bool checksum,
-                                          const typename Codec::codebook_type& cb) {
+                                          const typename Codec::codebook_type& cb, bool zero_groups = true) {
   const std::uint64_t bytes_in = n * Codec::element_size;
   device_buffer<std::uint8_t> in(bytes_in), out(zipccl::cuda::max_compressed_size<Codec, tuning>(n));
   device_buffer<std::uint64_t> size(1);
@@ -45,6 +46,7 @@ std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, 
   device_buffer<std::uint8_t> temp(temp_bytes);
   zipccl::cuda::compress_options opt;
   opt.checksum = checksum;
+  opt.zero_groups = zero_groups;
   REQUIRE(zipccl::cuda::compress<Codec, tuning>(temp.p, temp_bytes, in.p, n, out.p, out.n, size.p, 0, opt, cb) ==
           status::success);
   CUDA_OK(cudaDeviceSynchronize());
@@ -106,6 +108,72 @@ TEMPLATE_LIST_TEST_CASE("device streams equal host streams byte for byte", "[gpu
       const auto big_chunks = host::compress<TestType>(v.data(), n, {}, policy);
       REQUIRE(device_decompress<E>(big_chunks, big_chunks.size(), n, &back) == status::success);
       REQUIRE((n == 0 || std::memcmp(back.data(), v.data(), back.size()) == 0));
+    }
+}
+
+TEMPLATE_LIST_TEST_CASE("zero groups: the device writes and reads the host's zero masks", "[gpu][zero]",
+                        testing::all_codecs) {
+  using E = typename TestType::element_type;
+  using T = typename TestType::bits_type;
+  const std::uint64_t n = 5 * chunk + 77;
+  std::vector<std::vector<T>> inputs;
+  inputs.push_back(testing::make_row_sparse<E>(n / 128 + 1, 128, 0.8, 1e-3, 41));  // zero_coded chunks
+  inputs.back().resize(n);
+  inputs.push_back(std::vector<T>(n, 0));  // zero_stored chunks with empty bodies
+  auto mixed = testing::make_tensor<E>(n, 0.02, testing::distribution::gaussian, 43);
+  const auto noise = testing::random_bits<E>(chunk, 44);
+  std::copy(noise.begin(), noise.end(), mixed.begin() + chunk);  // chunk 1 stored: zero_stored below
+  for (std::uint64_t i = 0; i < n; ++i)
+    if ((i / 64) % 3 == 1 || i >= 4 * chunk) mixed[i] = 0;  // whole groups; the last chunks all zero
+  inputs.push_back(mixed);
+  auto ragged = testing::make_tensor<E>(n, 0.02, testing::distribution::gaussian, 45);
+  std::fill(ragged.begin() + 5, ragged.begin() + 64 * 50 + 3, T(0));  // zeros not aligned to groups
+  std::fill(ragged.end() - 77, ragged.end(), T(0));                   // a short zero group at the end
+  inputs.push_back(ragged);
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    for (bool checksum : {false, true}) {
+      const auto& v = inputs[k];
+      INFO("input " << k << " checksum " << checksum);
+      const auto policy = testing::policy_for<TestType>(v.data(), n);
+      host::compress_options opt;
+      opt.chunk_elems = chunk;
+      opt.checksum = checksum;
+      const auto host_stream = host::compress<TestType>(v.data(), n, opt, policy);
+      const auto modes = testing::chunk_modes(host_stream);
+      CHECK(modes[2] + modes[3] > 0);
+      const auto dev_stream = device_compress<TestType>(v.data(), n, checksum, policy);
+      REQUIRE(dev_stream == host_stream);
+      opt.zero_groups = false;
+      REQUIRE(device_compress<TestType>(v.data(), n, checksum, policy, false) ==
+              host::compress<TestType>(v.data(), n, opt, policy));
+      std::vector<std::uint8_t> back, ref(n * sizeof(T));
+      REQUIRE(device_decompress<E>(host_stream, host_stream.size(), n, &back) == status::success);
+      REQUIRE(std::memcmp(back.data(), v.data(), back.size()) == 0);
+      const auto big_chunks = host::compress<TestType>(v.data(), n, {}, policy);  // 65,536-element masks
+      REQUIRE(device_decompress<E>(big_chunks, big_chunks.size(), n, &back) == status::success);
+      REQUIRE(std::memcmp(back.data(), v.data(), back.size()) == 0);
+      // damaged headers and masks (hashes repaired, so the rules behind them are reached) and damaged
+      // bodies: the host's status every time
+      std::mt19937_64 rng(k * 2 + checksum);
+      for (int trial = 0; trial < 200; ++trial) {
+        auto bad = host_stream;
+        const std::uint64_t c = rng() % format::chunk_count(n, chunk);
+        const std::uint64_t off = format::directory_entry(bad.data(), c);
+        const std::uint64_t end = c + 1 < format::chunk_count(n, chunk) ? format::directory_entry(bad.data(), c + 1)
+                                                                        : bad.size();
+        const std::uint64_t pos = off + (trial % 2 == 0 ? rng() % std::min<std::uint64_t>(48, end - off)
+                                                        : rng() % (end - off));
+        bad[pos] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+        if (trial % 4 < 2) testing::repair_hashes(bad);
+        INFO("trial " << trial << " chunk " << c << " byte " << pos - off);
+        CHECK(device_decompress<E>(bad, bad.size(), n, &back) ==
+              host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size()));
+      }
+      // a zero mask in a version 1 stream is corrupt on both executors
+      auto v1 = host_stream;
+      testing::set_version(v1, 1);
+      CHECK(device_decompress<E>(v1, v1.size(), n, &back) == status::corrupt);
+      CHECK(host::decompress_as<E>(v1.data(), v1.size(), ref.data(), ref.size()) == status::corrupt);
     }
 }
 

@@ -54,6 +54,7 @@ class block_decode {
     typename detail::block_ops<Threads>::storage cub;
     std::uint8_t header[format::chunk_header_bytes];
     int verdict;
+    std::uint64_t zero_elems;  // elements in the zero groups of a zero_* chunk
   };
 
  public:
@@ -64,30 +65,39 @@ class block_decode {
 
   __device__ __forceinline__ explicit block_decode(TempStorage& temp) : s_(temp.Alias()) {}
 
-  // Checks a chunk of m elements spanning `span` bytes without decoding it: the header rules, the
-  // check value (`checksum`: the stream's flag_checksum) and the zero padding.
+  // Checks a chunk of m elements spanning `span` bytes without decoding it: the header rules (its
+  // zero mask's included), the check value (`checksum`: the stream's flag_checksum) and the zero
+  // padding.
   __device__ status check(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum) {
     format::chunk_header h;
-    return check_chunk(chunk, span, m, checksum, &h);
+    codec_detail::body_shape body;
+    return check_chunk(chunk, span, m, checksum, &h, &body);
   }
 
-  // Checks and decodes; op(first, valid, v) receives each run (see the top of this file).
+  // Checks and decodes; op(first, valid, v) receives each run (see the top of this file). The
+  // elements of a zero_* chunk's zero groups come as runs of zeros.
   template <class Op>
   __device__ status decode_runs(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
                                 Op&& op) {
     format::chunk_header h;
-    const status s = check_chunk(chunk, span, m, checksum, &h);
+    codec_detail::body_shape body;
+    const status s = check_chunk(chunk, span, m, checksum, &h, &body);
     if (s != status::success) return s;
-    if (h.mode == format::chunk_mode::stored) {
-      for (std::uint64_t first = 8ull * threadIdx.x; first < m; first += 8ull * Threads) {
-        const unsigned valid = m - first >= 8 ? 8u : static_cast<unsigned>(m - first);
-        bits_type v[8];
-        detail::load_run<E>(chunk + format::chunk_header_bytes + first * L::elem_size, valid, v);
-        op(first, valid, v);
+    if (!format::mode_is_coded(h.mode)) {
+      body_cursor at(body, m);
+      for (std::uint64_t base = 0; base < m; base += 8ull * Threads) {
+        const std::uint64_t first = base + 8ull * threadIdx.x;
+        const std::uint64_t pos = at.place(base, first);
+        if (first < m) {
+          const unsigned valid = m - first >= 8 ? 8u : static_cast<unsigned>(m - first);
+          bits_type v[8] = {};
+          if (pos != body_cursor::zeros) detail::load_run<E>(chunk + body.base + pos * L::elem_size, valid, v);
+          op(first, valid, v);
+        }
       }
       return status::success;
     }
-    return decode_coded(chunk, m, h, op);
+    return decode_coded(chunk, m, h, body, op);
   }
 
   // Checks and decodes into out (m elements, any alignment).
@@ -105,16 +115,67 @@ class block_decode {
     return format::load_le<std::uint64_t>(p);
   }
 
-  // Sets *h and returns a block-uniform status: codec_detail::check_chunk's rules and order.
+  // Where the runs of a pass go in a chunk's body: a run's first element in the body, or `zeros`
+  // for a run in a zero group (or past the chunk's end). Every thread walks the passes in the same
+  // order, counting the mask's zero groups pass by pass, so no thread scans the whole mask.
+  struct body_cursor {
+    static constexpr std::uint64_t zeros = ~0ull;
+    const std::uint8_t* mask;
+    std::uint64_t groups, zero_before = 0;  // the chunk's groups; zero groups before the pass
+
+    __device__ body_cursor(const codec_detail::body_shape& body, std::uint64_t m)
+        : mask(body.zero_mask), groups(format::zero_groups(m)) {}
+
+    // Call once per pass, in order, from every thread: `base` is the pass's first element.
+    __device__ std::uint64_t place(std::uint64_t base, std::uint64_t first) {
+      if (mask == nullptr) return first;
+      const std::uint64_t g0 = base / format::zero_group_elems, g = first / format::zero_group_elems;
+      const std::uint64_t g1 = g0 + Threads / 8 < groups ? g0 + Threads / 8 : groups;
+      std::uint64_t pos = zeros;
+      if (g < groups && !format::zero_bit(mask, g))
+        pos = (g - zero_before - format::zero_groups_in(mask, g0, g)) * format::zero_group_elems +
+              first % format::zero_group_elems;
+      zero_before += format::zero_groups_in(mask, g0, g1);
+      return pos;
+    }
+  };
+
+  // The mask of a zero_* chunk read by the whole block: its rules and the elements it marks
+  // (format::read_zero_mask, in parallel). Block-uniform result.
+  __device__ format::zero_mask_summary read_mask(const std::uint8_t* chunk, std::uint64_t m) {
+    const std::uint8_t* mask = chunk + format::chunk_header_bytes;
+    std::uint64_t zero = 0;
+    int bad = 0;
+    for (std::uint64_t i = threadIdx.x; i < format::zero_mask_bytes(m); i += Threads) {
+      bad |= format::zero_mask_byte_ok(m, i, mask[i]) ? 0 : 1;
+      zero += format::zero_mask_byte_elems(m, i, mask[i]);
+    }
+    const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(zero);
+    if (threadIdx.x == 0) s_.zero_elems = total;
+    bad = __syncthreads_or(bad);  // also publishes zero_elems
+    format::zero_mask_summary z;
+    z.ok = bad == 0;
+    z.zero_elems = s_.zero_elems;
+    __syncthreads();  // the reduction's storage and zero_elems are reused
+    return z;
+  }
+
+  // Sets *h and *body and returns a block-uniform status: codec_detail::check_chunk's rules and
+  // order.
   __device__ status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
-                                format::chunk_header* h) {
+                                format::chunk_header* h, codec_detail::body_shape* body) {
     const unsigned t = threadIdx.x;
+    if (t == 0 && span >= format::chunk_header_bytes)
+      for (unsigned i = 0; i < format::chunk_header_bytes; ++i) s_.header[i] = chunk[i];
+    __syncthreads();
+    const bool masked = span >= format::body_offset(m, true) &&
+                        format::mode_has_zero_mask(static_cast<format::chunk_mode>(s_.header[0] & 3u));
+    format::zero_mask_summary z;
+    if (masked) z = read_mask(chunk, m);
     if (t == 0) {
       status s = status::corrupt;
-      if (span >= format::chunk_header_bytes) {
-        for (unsigned i = 0; i < format::chunk_header_bytes; ++i) s_.header[i] = chunk[i];
-        s = codec_detail::check_chunk_header<E>(format::read_chunk_header(s_.header), span, m);
-      }
+      if (span >= format::chunk_header_bytes)
+        s = codec_detail::check_chunk_header<E>(format::read_chunk_header(s_.header), span, m, z);
       s_.verdict = static_cast<int>(s);
     }
     __syncthreads();
@@ -124,13 +185,14 @@ class block_decode {
       return s;
     }
     *h = format::read_chunk_header(s_.header);
+    *body = codec_detail::chunk_body<E>(*h, m, z, chunk);
 
     std::uint64_t sum = 0;
-    const std::uint64_t words = format::check_words(span, checksum);
+    const std::uint64_t words = format::check_words(span, checksum, body->base);
     for (std::uint64_t w = t; w < words; w += Threads) sum += format::check_term(w, word_at(chunk + 8 * w));
     const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
     int bad = 0;
-    for (std::uint64_t q = codec_detail::chunk_content_end<E>(*h, m) + t; q < span; q += Threads)
+    for (std::uint64_t q = codec_detail::chunk_content_end<E>(*h, *body) + t; q < span; q += Threads)
       if (chunk[q] != 0) bad = 1;
     bad = __syncthreads_or(bad);  // also the barrier before the verdict is rewritten
     if (t == 0) {
@@ -144,26 +206,34 @@ class block_decode {
     return s;
   }
 
-  // The coded body: per pass, thread t takes run base/8 + t; escapes are consumed in element
-  // order through a block-wide scan of each pass's escape counts.
+  // The coded body: per pass, thread t takes run base/8 + t of the chunk; escapes are consumed in
+  // element order through a block-wide scan of each pass's escape counts. In a zero_* chunk a
+  // run's bytes come from its place in the body (body_cursor), and runs of zero groups are zeros.
   template <class Op>
-  __device__ status decode_coded(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h, Op& op) {
+  __device__ status decode_coded(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                                 const codec_detail::body_shape& body, Op& op) {
     const unsigned t = threadIdx.x;
-    const std::uint8_t* planes = chunk + L::planes_offset();
-    const std::uint8_t* wsec = chunk + L::words_offset(m);
-    const std::uint8_t* bsec = chunk + L::bytes_offset(m);
-    const std::uint8_t* esc = chunk + L::escapes_offset(m);
+    const std::uint64_t n = body.elems;
+    const std::uint8_t* planes = chunk + L::planes_offset(body.base);
+    const std::uint8_t* wsec = chunk + L::words_offset(n, body.base);
+    const std::uint8_t* bsec = chunk + L::bytes_offset(n, body.base);
+    const std::uint8_t* esc = chunk + L::escapes_offset(n, body.base);
     const std::uint64_t table = G::pack_table(h.table);
-    const std::uint64_t groups_end = L::groups(m) * format::group_elems;
+    const std::uint64_t groups_end = L::groups(n) * format::group_elems;     // in the body
+    const std::uint64_t chunk_end = L::groups(m) * format::group_elems;      // in the chunk
+    body_cursor cursor(body, m);
     std::uint64_t esc_base = 0;
     int bad = 0;
-    for (std::uint64_t base = 0; base < groups_end; base += 8ull * Threads) {
+    for (std::uint64_t base = 0; base < chunk_end; base += 8ull * Threads) {
       const std::uint64_t first = base + 8ull * t;
+      const std::uint64_t at = cursor.place(base, first);  // the run's place in the body
+      const bool zeros = at == body_cursor::zeros;
       const unsigned valid = first >= m ? 0u : (m - first >= 8 ? 8u : static_cast<unsigned>(m - first));
+      const unsigned coded = zeros ? 0u : valid;
       std::uint32_t pl[L::planes] = {};
-      if (first < groups_end) {
-        // group first / 32, byte (first % 32) / 8 of each of its plane words
-        const std::uint8_t* gp = planes + (first / format::group_elems) * L::planes * 4 + (first % 32) / 8;
+      if (!zeros && at < groups_end) {
+        // group at / 32, byte (at % 32) / 8 of each of its plane words
+        const std::uint8_t* gp = planes + (at / format::group_elems) * L::planes * 4 + (at % 32) / 8;
         const std::uint32_t dead = ~((1u << valid) - 1u) & 0xFFu;
 #pragma unroll
         for (unsigned q = 0; q < L::planes; ++q) {
@@ -171,34 +241,36 @@ class block_decode {
           if (pl[q] & dead) bad = 1;  // bits for lanes past the end
         }
       }
-      const std::uint32_t live = (1u << valid) - 1u;
+      const std::uint32_t live = (1u << coded) - 1u;
       const std::uint32_t emask = ~(pl[0] | pl[1] | pl[2]) & live;
       std::uint32_t before = 0, pass_escapes = 0;  // every thread receives the pass's total
       block_scan(s_.cub.scan_storage).ExclusiveSum(static_cast<std::uint32_t>(__popc(emask)), before, pass_escapes);
       if (valid) {
-        const std::uint64_t rest_bytes = detail::load_bytes(bsec + first, valid);
-        std::uint64_t wlo = 0, whi = 0;
-        if constexpr (L::word_bytes != 0) {
-          wlo = detail::load_bytes(wsec + 2 * first, valid >= 4 ? 8u : 2 * valid);
-          if (valid > 4) whi = detail::load_bytes(wsec + 2 * first + 8, 2 * (valid - 4));
-        }
-        std::uint64_t k = esc_base + before;
-        bits_type v[8];
-#pragma unroll
-        for (unsigned i = 0; i < 8; ++i) {
-          const std::uint32_t code = G::lane_code(pl, i);
-          std::uint32_t e = G::table_exponent(table, code);
-          if (i < valid && code == 0) {
-            if (k >= h.escapes) {
-              bad = 1;
-            } else {
-              e = esc[k++];
-              if (e >= E::exponent_count) bad = 1;
-            }
+        bits_type v[8] = {};
+        if (!zeros) {
+          const std::uint64_t rest_bytes = detail::load_bytes(bsec + at, valid);
+          std::uint64_t wlo = 0, whi = 0;
+          if constexpr (L::word_bytes != 0) {
+            wlo = detail::load_bytes(wsec + 2 * at, valid >= 4 ? 8u : 2 * valid);
+            if (valid > 4) whi = detail::load_bytes(wsec + 2 * at + 8, 2 * (valid - 4));
           }
-          const std::uint32_t word =
-              L::word_bytes ? static_cast<std::uint32_t>(((i < 4 ? wlo : whi) >> (16 * (i & 3))) & 0xFFFFu) : 0u;
-          v[i] = G::join_lane(pl, i, e, static_cast<std::uint32_t>((rest_bytes >> (8 * i)) & 0xFFu), word);
+          std::uint64_t k = esc_base + before;
+#pragma unroll
+          for (unsigned i = 0; i < 8; ++i) {
+            const std::uint32_t code = G::lane_code(pl, i);
+            std::uint32_t e = G::table_exponent(table, code);
+            if (i < valid && code == 0) {
+              if (k >= h.escapes) {
+                bad = 1;
+              } else {
+                e = esc[k++];
+                if (e >= E::exponent_count) bad = 1;
+              }
+            }
+            const std::uint32_t word =
+                L::word_bytes ? static_cast<std::uint32_t>(((i < 4 ? wlo : whi) >> (16 * (i & 3))) & 0xFFFFu) : 0u;
+            v[i] = G::join_lane(pl, i, e, static_cast<std::uint32_t>((rest_bytes >> (8 * i)) & 0xFFu), word);
+          }
         }
         op(first, valid, v);
       }

@@ -5,7 +5,8 @@
 //   __shared__ typename encoder::TempStorage temp;
 //   typename encoder::runs_type v;                  // 32 elements per thread, in registers
 //   encoder::load(src, m, v);                       // or produce them: an optimizer step's output
-//   encoder enc(temp);                              // (policy data: encoder enc(temp, policy))
+//   encoder enc(temp);                              // (policy data: encoder enc(temp, policy);
+//                                                   //  no zero masks: encoder enc(temp, policy, false))
 //   const std::uint64_t size = enc.plan(v, m);      // the chunk's exact size, same in every thread
 //   ... decide where the chunk goes (cuda::compress uses a decoupled look-back) ...
 //   enc.write(v, m, dst, checksum);                 // the chunk's bytes at dst
@@ -16,6 +17,9 @@
 // elements and table, so any executor decodes them; a chunk is a valid chunk of a stream when it
 // is placed at a 16-byte-aligned offset and m follows the stream's chunk size
 // (format::chunk_elements). Every thread of the block calls every member with the same m.
+// With zero masks (the default, as host::compress_options::zero_groups), a chunk whose all-zero
+// 64-element groups pay for a mask is written in a zero_* mode (stream version 2); the
+// collectives' wires, whose sizes follow from the counts, encode without.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -45,6 +49,7 @@ class block_encode {
   using G = codec_detail::group_coder<E>;
   using block_scan = typename detail::block_ops<Threads>::scan;
   using block_reduce = typename detail::block_ops<Threads>::reduce;
+  static constexpr int mask_words = (Threads * ItemsPerThread / format::zero_group_elems + 31) / 32;
 
   struct storage {
     typename detail::block_ops<Threads>::storage cub;
@@ -52,7 +57,9 @@ class block_encode {
     bool taken[uses_histogram ? E::exponent_count : 1];
     std::uint8_t lut[256];
     std::uint8_t table[format::table_size];
-    std::uint32_t run_escapes[R];
+    std::uint32_t run_escapes[R];  // per pass: escapes | body groups started << 16
+    std::uint32_t zero_mask[mask_words];
+    std::uint64_t zero_elems;
   };
 
  public:
@@ -63,8 +70,9 @@ class block_encode {
   // Shared memory for one chunk at a time (plan, then write).
   struct TempStorage : cub::Uninitialized<storage> {};
 
-  __device__ __forceinline__ explicit block_encode(TempStorage& temp, const Policy& policy = Policy{})
-      : s_(temp.Alias()), policy_(policy) {}
+  __device__ __forceinline__ explicit block_encode(TempStorage& temp, const Policy& policy = Policy{},
+                                                   bool zero_masks = true)
+      : s_(temp.Alias()), policy_(policy), zero_masks_(zero_masks) {}
 
   // Loads the first m elements at src (any alignment) in the run arrangement; 16-byte vectors
   // where the address allows.
@@ -79,11 +87,12 @@ class block_encode {
   // Chooses the table (the policy's statistic of the values), codes the elements and counts the
   // escapes. Returns the chunk's size in bytes: coded, or stored when coding would not pay.
   __device__ std::uint64_t plan(const runs_type& v, std::uint64_t m) {
+    find_zero_groups(v, m);
     choose_table(v, m);
     count_escapes(v, m);
-    const std::int64_t budget = L::escape_budget(m);
+    const std::int64_t budget = L::escape_budget(body_elems_, base_);
     coded_ = budget >= 0 && escapes_ <= static_cast<std::uint64_t>(budget);
-    size_ = coded_ ? L::coded_bytes(m, escapes_) : L::stored_bytes(m);
+    size_ = coded_ ? L::coded_bytes(body_elems_, escapes_, base_) : L::stored_bytes(body_elems_, base_);
     return size_;
   }
 
@@ -91,14 +100,15 @@ class block_encode {
   // `checksum`: the stream's flag_checksum (the check covers the whole chunk, not only its header).
   __device__ void write(const runs_type& v, std::uint64_t m, std::uint8_t* dst, bool checksum) {
     const unsigned t = threadIdx.x;
+    if (masked_) write_mask(m, dst);
     if (coded_) write_coded(v, m, dst);
     else write_stored(v, m, dst);
     const std::uint64_t content_end =
-        coded_ ? L::escapes_offset(m) + escapes_ : format::chunk_header_bytes + m * L::elem_size;
+        coded_ ? L::escapes_offset(body_elems_, base_) + escapes_ : base_ + body_elems_ * L::elem_size;
     for (std::uint64_t q = content_end + t; q < size_; q += Threads) dst[q] = 0;
     if (t == 0) {
       format::chunk_header h;
-      h.mode = coded_ ? format::chunk_mode::coded : format::chunk_mode::stored;
+      h.mode = codec_detail::mode_for(codec_detail::body_shape{base_, body_elems_, masked_ ? dst + 16 : nullptr}, coded_);
       if (coded_)
         for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = s_.table[i];
       h.escapes = coded_ ? static_cast<std::uint32_t>(escapes_) : 0u;
@@ -116,14 +126,17 @@ class block_encode {
       const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
       if (t == 0) format::store_chunk_check(dst, format::check_value(total, words));
     } else if (t == 0) {
-      format::store_chunk_check(dst, format::chunk_check(dst, size_, false));
+      format::store_chunk_check(dst, format::chunk_check(dst, size_, false, base_));
     }
     __syncthreads();  // the shared storage may be reused for the next chunk
   }
 
-  // After plan(): whether the chunk is coded, and its escape count.
+  // After plan(): whether the chunk is coded, its escape count, whether it carries a zero mask,
+  // and how many elements its body holds.
   __device__ bool coded() const { return coded_; }
   __device__ std::uint64_t escapes() const { return escapes_; }
+  __device__ bool zero_masked() const { return masked_; }
+  __device__ std::uint64_t body_elems() const { return body_elems_; }
 
  private:
   __device__ __forceinline__ static std::uint64_t run_first(int r) {
@@ -131,6 +144,49 @@ class block_encode {
   }
   __device__ __forceinline__ static unsigned valid_in(std::uint64_t first, std::uint64_t m) {
     return first >= m ? 0u : (m - first >= 8 ? 8u : static_cast<unsigned>(m - first));
+  }
+
+  // Whether run r lies in a zero group that the body leaves out.
+  __device__ __forceinline__ bool skipped(int r) const { return masked_ && zero_run_[r]; }
+
+  // Marks the all-zero 64-element groups (8 runs of 8 consecutive threads, one warp), sums their
+  // elements and decides, by the format's rule, whether the chunk takes a zero mask.
+  __device__ void find_zero_groups(const runs_type& v, std::uint64_t m) {
+    const unsigned t = threadIdx.x, lane = t & 31u;
+    masked_ = false;
+    base_ = format::chunk_header_bytes;
+    body_elems_ = m;
+#pragma unroll
+    for (int r = 0; r < R; ++r) zero_run_[r] = false;
+    if (!zero_masks_) return;
+    for (int w = static_cast<int>(t); w < mask_words; w += Threads) s_.zero_mask[w] = 0;
+    __syncthreads();
+    std::uint64_t zero = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const std::uint64_t first = run_first(r);
+      const unsigned valid = valid_in(first, m);
+      bool run_zero = true;  // runs past the end count as zero: the last group may be short
+#pragma unroll
+      for (unsigned i = 0; i < 8; ++i)
+        if (i < valid && v[r][i] != 0) run_zero = false;
+      const unsigned votes = __ballot_sync(0xFFFFFFFFu, run_zero);
+      zero_run_[r] = ((votes >> (lane & ~7u)) & 0xFFu) == 0xFFu;
+      if (zero_run_[r]) zero += valid;
+      const std::uint64_t g = first / format::zero_group_elems;
+      if (zero_run_[r] && first < m && first % format::zero_group_elems == 0)
+        atomicOr(&s_.zero_mask[g / 32], 1u << (g % 32));
+    }
+    const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(zero);
+    if (t == 0) s_.zero_elems = total;
+    __syncthreads();
+    const std::uint64_t z = s_.zero_elems;
+    __syncthreads();  // the reduction's storage is reused by choose_table
+    if (L::zero_mask_pays(m, z)) {
+      masked_ = true;
+      base_ = format::body_offset(m, true);
+      body_elems_ = m - z;
+    }
   }
 
   __device__ void store_table(const codebook::table& t) {
@@ -145,7 +201,7 @@ class block_encode {
       std::uint64_t packed = 0;  // sum << 25 | count (a chunk holds at most 2^24 elements)
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const unsigned valid = valid_in(run_first(r), m);
+        const unsigned valid = skipped(r) ? 0u : valid_in(run_first(r), m);
 #pragma unroll
         for (unsigned i = 0; i < 8; ++i) {
           const std::uint32_t e = E::exponent(v[r][i]);
@@ -162,7 +218,7 @@ class block_encode {
       const unsigned lane = t & 31u;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const unsigned valid = valid_in(run_first(r), m);
+        const unsigned valid = skipped(r) ? 0u : valid_in(run_first(r), m);
 #pragma unroll
         for (unsigned i = 0; i < 8; ++i) {
           const std::uint32_t e = i < valid ? E::exponent(v[r][i]) : 0xFFFFFFFFu;
@@ -211,38 +267,60 @@ class block_encode {
     }
   }
 
-  // Each run's escapes are scanned across the block in element order.
+  // Each run's escapes are scanned across the block in element order; with a zero mask the same
+  // scan counts the body's groups, which places each run in the body.
   __device__ void count_escapes(const runs_type& v, std::uint64_t m) {
     escapes_ = 0;
+    std::uint32_t groups_before = 0;  // body groups in earlier passes
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const unsigned valid = valid_in(run_first(r), m);
+      const std::uint64_t first = run_first(r);
+      const unsigned valid = skipped(r) ? 0u : valid_in(first, m);
       std::uint32_t mask = 0;
 #pragma unroll
       for (unsigned i = 0; i < 8; ++i)
         if (i < valid && s_.lut[E::exponent(v[r][i])] == 0) mask |= 1u << i;
-      std::uint32_t total = 0;
-      block_scan(s_.cub.scan_storage).ExclusiveSum(static_cast<std::uint32_t>(__popc(mask)), esc_before_[r], total);
-      if (threadIdx.x == 0) s_.run_escapes[r] = total;
+      const bool starts = masked_ && !zero_run_[r] && first < m && first % format::zero_group_elems == 0;
+      const std::uint32_t item = static_cast<std::uint32_t>(__popc(mask)) | (starts ? 1u << 16 : 0u);
+      std::uint32_t before = 0, total = 0;
+      block_scan(s_.cub.scan_storage).ExclusiveSum(item, before, total);
+      esc_before_[r] = before & 0xFFFFu;
+      // the run's group: its first run counted itself out, the group's later runs counted it in
+      const std::uint32_t group = groups_before + (before >> 16) - (first % format::zero_group_elems != 0 ? 1u : 0u);
+      body_first_[r] = masked_ ? group * format::zero_group_elems + first % format::zero_group_elems : first;
+      groups_before += total >> 16;
+      if (threadIdx.x == 0) s_.run_escapes[r] = total & 0xFFFFu;
       __syncthreads();
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) escapes_ += s_.run_escapes[r];
   }
 
+  // The mask's bytes at dst + 16 (padding included), from the words find_zero_groups marked.
+  __device__ void write_mask(std::uint64_t m, std::uint8_t* dst) {
+    const std::uint64_t live = (format::zero_groups(m) + 7) / 8;
+    for (std::uint64_t q = threadIdx.x; q < format::zero_mask_bytes(m); q += Threads)
+      dst[format::chunk_header_bytes + q] =
+          q < live ? static_cast<std::uint8_t>(s_.zero_mask[q / 4] >> (8 * (q % 4))) : std::uint8_t(0);
+  }
+
   __device__ void write_coded(const runs_type& v, std::uint64_t m, std::uint8_t* dst) {
-    std::uint8_t* planes = dst + L::planes_offset();
-    std::uint8_t* words = dst + L::words_offset(m);
-    std::uint8_t* bytes = dst + L::bytes_offset(m);
-    std::uint8_t* esc_out = dst + L::escapes_offset(m);
-    const std::uint64_t groups_end = L::groups(m) * format::group_elems;
+    const std::uint64_t n = body_elems_;
+    std::uint8_t* planes = dst + L::planes_offset(base_);
+    std::uint8_t* words = dst + L::words_offset(n, base_);
+    std::uint8_t* bytes = dst + L::bytes_offset(n, base_);
+    std::uint8_t* esc_out = dst + L::escapes_offset(n, base_);
+    const std::uint64_t groups_end = L::groups(n) * format::group_elems;
     std::uint64_t esc_base = 0;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::uint64_t first = run_first(r);
-      // group first / 32, byte (first % 32) / 8 of each of its plane words
-      std::uint8_t* gp = planes + (first / format::group_elems) * L::planes * 4 + (first % 32) / 8;
-      if (first < m) {
+      const std::uint64_t at = body_first_[r];  // the run's place in the body
+      // group at / 32, byte (at % 32) / 8 of each of its plane words
+      std::uint8_t* gp = planes + (at / format::group_elems) * L::planes * 4 + (at % 32) / 8;
+      if (skipped(r)) {
+        // a zero group: nothing of it is in the body
+      } else if (first < m) {
         const unsigned valid = valid_in(first, m);
         std::uint32_t pl[L::planes] = {};
         std::uint64_t rest_bytes = 0, rest_words_lo = 0, rest_words_hi = 0;
@@ -261,12 +339,12 @@ class block_encode {
         }
 #pragma unroll
         for (unsigned q = 0; q < L::planes; ++q) gp[4 * q] = static_cast<std::uint8_t>(pl[q]);
-        detail::store_bytes(bytes + first, rest_bytes, valid);
+        detail::store_bytes(bytes + at, rest_bytes, valid);
         if constexpr (L::word_bytes != 0) {
-          detail::store_bytes(words + 2 * first, rest_words_lo, valid >= 4 ? 8u : 2 * valid);
-          if (valid > 4) detail::store_bytes(words + 2 * first + 8, rest_words_hi, 2 * (valid - 4));
+          detail::store_bytes(words + 2 * at, rest_words_lo, valid >= 4 ? 8u : 2 * valid);
+          if (valid > 4) detail::store_bytes(words + 2 * at + 8, rest_words_hi, 2 * (valid - 4));
         }
-      } else if (first < groups_end) {
+      } else if (at < groups_end && (!masked_ || first / format::zero_group_elems < format::zero_groups(m))) {
         // lanes past the end of the last group: their plane bytes are zero
 #pragma unroll
         for (unsigned q = 0; q < L::planes; ++q) gp[4 * q] = 0;
@@ -279,15 +357,20 @@ class block_encode {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::uint64_t first = run_first(r);
-      if (first < m) detail::store_run<E>(dst + format::chunk_header_bytes + first * L::elem_size, valid_in(first, m), v[r]);
+      if (first < m && !skipped(r))
+        detail::store_run<E>(dst + base_ + body_first_[r] * L::elem_size, valid_in(first, m), v[r]);
     }
   }
 
   storage& s_;
   Policy policy_;
+  bool zero_masks_ = true;
   std::uint32_t esc_before_[R];  // escapes before this thread's run r, within the run's pass
+  std::uint32_t body_first_[R];  // where run r's first element goes in the body
+  bool zero_run_[R];             // run r lies in an all-zero group (or past the chunk's end)
   std::uint64_t escapes_ = 0, size_ = 0;
-  bool coded_ = false;
+  std::uint64_t base_ = format::chunk_header_bytes, body_elems_ = 0;  // the body's offset and elements
+  bool coded_ = false, masked_ = false;
 };
 
 }  // namespace zipccl::cuda

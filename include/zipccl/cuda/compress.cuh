@@ -31,7 +31,8 @@
 namespace zipccl::cuda {
 
 struct compress_options {
-  bool checksum = false;  // hash every chunk's whole body (docs/FORMAT.md)
+  bool checksum = false;    // hash every chunk's whole body (docs/FORMAT.md)
+  bool zero_groups = true;  // leave all-zero 64-element groups out of a chunk where that pays
 };
 
 template <class Codec, class Tuning = default_tuning>
@@ -107,6 +108,7 @@ status compress(void* temp, std::size_t& temp_bytes, const void* in, std::uint64
   b.single.out_bytes = out_bytes_dev;
   b.single.chunks = chunks;
   b.single.checksum = opt.checksum;
+  b.single.zero_masks = opt.zero_groups;
   b.single.lookback = detail::chunk_lookback{words};
   b.single.chunk_sizes = reinterpret_cast<std::uint64_t*>(words + (chunks ? chunks : 1));
   status s = detail::check(cudaMemsetAsync(words, 0, 8 * (chunks ? chunks : 1), stream),
@@ -156,6 +158,7 @@ status compress_batch(void* temp, std::size_t& temp_bytes, const compress_item* 
   std::uint8_t* base = at.base;
   detail::encode_batch b{};
   b.single.checksum = opt.checksum;
+  b.single.zero_masks = opt.zero_groups;
   b.items = items_dev;
   b.count = count;
   auto* prefix = reinterpret_cast<std::uint64_t*>(base);

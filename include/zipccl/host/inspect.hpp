@@ -13,6 +13,7 @@
 #include "../element.hpp"
 #include "../format/bytes.hpp"
 #include "../format/stream.hpp"
+#include "../format/zero_mask.hpp"
 
 namespace zipccl::host {
 
@@ -25,6 +26,9 @@ struct exponent_stats {
   // Ratio of an ideal 3-bit, 7-entry code on the same chunks: every chunk uses its own seven most
   // frequent exponents, escapes cost one raw exponent field each, and there are no headers.
   double ideal_3bit_ratio = 0;
+  // Elements in all-zero 64-element groups (format::zero_group_elems), which a version 2 stream
+  // leaves out of a chunk's body where the mask pays.
+  std::uint64_t zero_group_elems = 0;
 };
 
 // Statistics of n elements of E at `data` (any alignment), with chunks of chunk_elems elements.
@@ -48,6 +52,11 @@ exponent_stats analyze(const void* data, std::uint64_t n,
     for (unsigned k = 0; k < format::table_size; ++k) covered += chunk[t.exponent[k]];
     ideal_bits += static_cast<double>(m) * (E::rest_bits + 3) + static_cast<double>(m - covered) * E::exponent_bits;
     for (unsigned e = 0; e < E::exponent_count; ++e) s.histogram[e] += chunk[e];
+    for (std::uint64_t g = 0; g < format::zero_groups(m); ++g) {
+      const std::uint64_t k = format::zero_group_size(m, g);
+      if (format::all_zero_bits(p + (first + g * format::zero_group_elems) * sizeof(bits_type), k, sizeof(bits_type)))
+        s.zero_group_elems += k;
+    }
   }
   if (n == 0) return s;
   for (std::uint64_t c : s.histogram) {

@@ -180,7 +180,10 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
       // validate_kernel checked off < end <= total_bytes <= in_bytes
       const std::uint64_t span = format::chunk_end(p.in, h, c) - off;
       const bool checksum = (h.flags & format::flag_checksum) != 0;
-      const status s = decoder(tmp).decode(p.in + off, span, m, checksum, p.out + c * h.chunk_elems * L::elem_size);
+      // a zero_* chunk in a version 1 stream is corrupt, as on the host (the same in every thread)
+      const status s = format::chunk_mode_allowed(h, p.in[off])
+                           ? decoder(tmp).decode(p.in + off, span, m, checksum, p.out + c * h.chunk_elems * L::elem_size)
+                           : status::corrupt;
       if (t == 0 && s != status::success) failure.fetch_min((c << 8) | static_cast<unsigned>(s));
     }
     __syncthreads();  // `skip` is rewritten for the next chunk

@@ -37,6 +37,7 @@ struct encode_params {
   std::uint64_t* out_bytes;
   std::uint64_t chunks;
   bool checksum;
+  bool zero_masks;  // compress_options::zero_groups
   chunk_lookback lookback;
   std::uint64_t* chunk_sizes;  // temp: each chunk's size, read by the finishing kernel
 };
@@ -62,6 +63,7 @@ struct encode_batch {
     p.out_bytes = it.out_bytes;
     p.chunks = chunk_prefix[i + 1] - chunk_prefix[i];
     p.checksum = single.checksum;
+    p.zero_masks = single.zero_masks;
     p.lookback = chunk_lookback{words + chunk_prefix[i]};
     p.chunk_sizes = sizes + chunk_prefix[i];
     return p;
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_batch ba
   const std::uint64_t m = format::chunk_elements(p.n, Tuning::chunk_elems, c);
   typename encoder::runs_type v;
   encoder::load(p.in + c * Tuning::chunk_elems * sizeof(typename E::bits_type), m, v);
-  encoder enc(tmp, policy);
+  encoder enc(tmp, policy, p.zero_masks);
   const std::uint64_t size = enc.plan(v, m);
   if (t < 32) {  // the first warp looks back, 32 predecessors at a time
     const std::uint64_t before = p.lookback.exclusive_prefix(c, size);

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(Tuning::threads)
   const std::uint64_t c = c0 + blockIdx.x, m = g.chunk_elems(c);
   typename enc::runs_type v;
   enc::load(src + c * g.chunk * Codec::element_size, m, v);
-  enc e(temp, policy);
+  enc e(temp, policy, false);  // the wire carries no zero masks
   (void)e.plan(v, m);
   e.write(v, m, staging + c * g.stride(), checksum);
 }
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(Tuning::threads)
         }
       }
     } else {
-      enc e(temp.e, policy);
+      enc e(temp.e, policy, false);  // the wire carries no zero masks
       (void)e.plan(v, m);
       e.write(v, m, next_staging + c * g.stride(), checksum);
     }
