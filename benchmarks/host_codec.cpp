@@ -277,13 +277,16 @@ void register_for(const std::string& label, const dataset& d) {
   using A = codec<E, codebook::analytic_gaussian>;
   using H = codec<E, codebook::histogram>;
   using F = codec<E, codebook::fixed>;
+  using R = codec<E, codebook::entropy>;
   reg("memcpy", [&d](benchmark::State& s) { bm_memcpy(s, &d); });
   reg("compress/analytic", [&d](benchmark::State& s) { bm_compress<A>(s, &d); });
   reg("compress/histogram", [&d](benchmark::State& s) { bm_compress<H>(s, &d); });
   reg("compress/fixed", [&d](benchmark::State& s) { bm_compress<F>(s, &d); });
+  reg("compress/entropy", [&d](benchmark::State& s) { bm_compress<R>(s, &d); });
   reg("decompress/analytic", [&d](benchmark::State& s) { bm_decompress<A>(s, &d); });
   reg("decompress/histogram", [&d](benchmark::State& s) { bm_decompress<H>(s, &d); });
   reg("decompress/fixed", [&d](benchmark::State& s) { bm_decompress<F>(s, &d); });
+  reg("decompress/entropy", [&d](benchmark::State& s) { bm_decompress<R>(s, &d); });
   reg("fixed_wire/analytic", [&d](benchmark::State& s) { bm_fixed_wire<A>(s, &d); });
   reg("fixed_wire/histogram", [&d](benchmark::State& s) { bm_fixed_wire<H>(s, &d); });
   for (int level : {1, 3}) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""zipccl's codebook policies beside ZipNN, zstd -1 / -3 and memcpy, in one run, single thread.
+"""zipccl's codebook policies (analytic, histogram, entropy) beside ZipNN, zstd -1 / -3 and memcpy, in one run, single thread.
 
     pip install zipnn zstandard numpy        # the peers (ZipNN pulls in torch)
     python3 scripts/compare_peers.py [--zipccl build/bin/zipccl] [--data ../shared/data] [--reps 3]
@@ -131,23 +131,24 @@ def main():
     if not os.access(args.zipccl, os.X_OK):
         sys.exit(f"compare_peers: no zipccl tool at {args.zipccl} (build it, or pass --zipccl)")
     gb = 1e9
-    print("| type | tensors | MB | zipccl analytic | zipccl histogram | ZipNN | zstd -1 | zstd -3 | "
-          "compress GB/s: zipccl hist. / ZipNN / zstd -1 / memcpy | decompress GB/s: zipccl hist. / ZipNN / zstd -1 |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    print("| type | tensors | MB | zipccl analytic | zipccl histogram | zipccl entropy | ZipNN | zstd -1 | zstd -3 | "
+          "compress GB/s: zipccl hist. / entropy / ZipNN / zstd -1 / memcpy | "
+          "decompress GB/s: zipccl hist. / entropy / ZipNN / zstd -1 |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for dtype, label, raw in shared_sets(args.data) + synthetic_sets():
             za = run_zipccl(args.zipccl, dtype, raw, "analytic", args.reps, tmp)
             zh = run_zipccl(args.zipccl, dtype, raw, "histogram", args.reps, tmp)
+            ze = run_zipccl(args.zipccl, dtype, raw, "entropy", args.reps, tmp)
             zn = run_zipnn(dtype, raw, args.reps)
             z1 = run_zstd(raw, 1, args.reps)
             z3 = run_zstd(raw, 3, args.reps)
             mc = run_memcpy(raw, args.reps)
             n = len(raw)
-            print(f"| {dtype} | {label} | {n / 1e6:.1f} | {za[0]:.3f} | {zh[0]:.3f} | {zn[0]:.3f} | {z1[0]:.3f} | "
-                  f"{z3[0]:.3f} | {n / zh[1] / gb:.2f} / {n / zn[1] / gb:.2f} / {n / z1[1] / gb:.2f} / "
-                  f"{n / mc / gb:.1f} | {n / zh[2] / gb:.2f} / {n / zn[2] / gb:.2f} / {n / z1[2] / gb:.2f} |",
-                  flush=True)
-
+            print(f"| {dtype} | {label} | {n / 1e6:.1f} | {za[0]:.3f} | {zh[0]:.3f} | {ze[0]:.3f} | {zn[0]:.3f} | "
+                  f"{z1[0]:.3f} | {z3[0]:.3f} | {n / zh[1] / gb:.2f} / {n / ze[1] / gb:.2f} / {n / zn[1] / gb:.2f} / "
+                  f"{n / z1[1] / gb:.2f} / {n / mc / gb:.1f} | {n / zh[2] / gb:.2f} / {n / ze[2] / gb:.2f} / "
+                  f"{n / zn[2] / gb:.2f} / {n / z1[2] / gb:.2f} |", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 // zipccl: command-line tool for the lossless codec.
 //
-//   zipccl compress   --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--checksum]
+//   zipccl compress   --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed|entropy] [--checksum]
 //                     [--chunk N] [--threads N] [--no-zero-groups] [--json] IN OUT
 //   zipccl decompress [--threads N] [--json] IN OUT
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
@@ -48,7 +48,7 @@ struct usage_error : std::runtime_error {
 };
 
 constexpr const char* usage_text =
-    "usage: zipccl compress --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed] [--window LO]\n"
+    "usage: zipccl compress --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed|entropy] [--window LO]\n"
     "                       [--checksum] [--chunk N] [--threads N] [--no-zero-groups] [--json] IN OUT\n"
     "       zipccl decompress [--threads N] [--json] IN OUT\n"
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
@@ -217,8 +217,11 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
       }
       s = zipccl::host::compress<zipccl::codec<E, zipccl::codebook::fixed>>(t.data(), t.count, buf.data(), buf.size(),
                                                                              &bytes, opt, f);
+    } else if (policy == "entropy") {
+      s = zipccl::host::compress<zipccl::codec<E, zipccl::codebook::entropy>>(t.data(), t.count, buf.data(),
+                                                                               buf.size(), &bytes, opt);
     } else {
-      throw usage_error("--codebook must be analytic, histogram or fixed, got '" + policy + "'");
+      throw usage_error("--codebook must be analytic, histogram, fixed or entropy, got '" + policy + "'");
     }
     if (s != zipccl::status::success) throw std::runtime_error(std::string("compress failed: ") + zipccl::to_string(s));
     buf.resize(bytes);
@@ -318,7 +321,7 @@ int cmd_inspect(const args& a) {
     bool verified;
   };
   std::vector<policy_result> results;
-  for (const char* p : {"analytic", "histogram", "fixed"}) {
+  for (const char* p : {"analytic", "histogram", "fixed", "entropy"}) {
     const auto stream = compress_tensor(t, p, {}, std::nullopt);
     std::vector<std::uint8_t> back(t.bytes());
     const bool ok = zipccl::host::decompress(stream.data(), stream.size(), back.data(), back.size()) ==

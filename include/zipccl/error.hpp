@@ -27,6 +27,7 @@ enum class [[nodiscard]] status : int {
   config_mismatch = 13,      // the peer was set up differently (a subspace codec's seed, dims)
   wire_overflow = 14,        // a compressed segment did not fit its fixed-size wire budget
                              // (collective_options::device_wire.spill_permille)
+  unsupported_mode = 15,     // a valid chunk this executor cannot decode yet (rANS on the device)
 };
 
 ZIPCCL_HOST_DEVICE const char* to_string(status s) {
@@ -47,6 +48,8 @@ ZIPCCL_HOST_DEVICE const char* to_string(status s) {
     case status::config_mismatch: return "the peer's configuration differs (seed or dimensions)";
     case status::wire_overflow:
       return "a compressed segment did not fit its fixed-size wire budget (raise device_wire.spill_permille)";
+    case status::unsupported_mode:
+      return "a chunk mode this executor cannot decode yet (rANS chunks decode on the host only)";
   }
   return "unknown status";
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "codebook/analytic_gaussian.hpp"
+#include "codebook/entropy.hpp"
 #include "codebook/fixed.hpp"
 #include "codebook/histogram.hpp"
 #include "codebook/table.hpp"

@@ -47,7 +47,7 @@ one_line_error() {  # command must fail (exit 1 or 2) with exactly one line on s
 case $case_name in
 roundtrip)
   for t in bf16 fp16 fp32; do
-    for cb in analytic histogram fixed; do
+    for cb in analytic histogram fixed entropy; do
       for ck in "" --checksum; do
         check "'$zipccl' compress --dtype $t --codebook $cb $ck --chunk 4096 --threads 2 x.$t x.$t.zpc >/dev/null"
         check "'$zipccl' decompress x.$t.zpc back.$t >/dev/null"
@@ -95,6 +95,9 @@ assert i['round_trip_verified'] is True, i
 assert 2.0 < i['exponent_entropy_bits'] < 3.2, i
 assert i['ratios']['histogram'] >= i['ratios']['analytic'] - 0.01, i
 assert i['ratios']['histogram'] <= i['entropy_bound_ratio'], i
+# rANS codes the exponent close to its entropy: above the 3-bit code, at or below the bound
+assert i['ratios']['entropy'] > i['ratios']['histogram'], i
+assert 0.98 * i['entropy_bound_ratio'] < i['ratios']['entropy'] <= i['entropy_bound_ratio'], i
 assert sum(i['exponent_histogram'].values()) == 70000, i
 slow = json.load(open('p_slow.json')); fast = json.load(open('p_fast.json'))
 assert slow['adaptive_path'] == 'compressed' and slow['compressed_seconds'] < slow['plain_seconds'], slow

@@ -177,6 +177,33 @@ TEMPLATE_LIST_TEST_CASE("zero groups: the device writes and reads the host's zer
     }
 }
 
+TEST_CASE("rANS streams (codebook::entropy): the device reports unsupported_mode, or the host's error", "[gpu][rans]") {
+  using C = codec<bf16, codebook::entropy>;
+  const std::uint64_t n = 3 * chunk + 100;
+  auto v = testing::make_tensor<bf16>(n, 0.02, testing::distribution::gaussian, 51);
+  std::fill(v.begin() + chunk, v.begin() + chunk + 640, std::uint16_t(0));  // chunk 1: zero_rans
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  const auto s = host::compress<C>(v.data(), n, opt);
+  REQUIRE(testing::chunk_modes(s)[4] >= 1);
+  REQUIRE(testing::chunk_modes(s)[6] == 1);
+  std::vector<std::uint8_t> back, ref(n * 2);
+  CHECK(device_decompress<bf16>(s, s.size(), n, &back) == status::unsupported_mode);
+  std::mt19937_64 rng(52);
+  for (int trial = 0; trial < 100; ++trial) {
+    auto bad = s;
+    bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    if (trial % 2 == 0) testing::repair_hashes(bad);
+    const status h = host::decompress_as<bf16>(bad.data(), bad.size(), ref.data(), ref.size());
+    INFO("trial " << trial << " host " << to_string(h));
+    // the device checks what the host checks before the rANS body, which it cannot decode yet: a
+    // damaged body is the host's corrupt and the device's unsupported_mode
+    const status d = device_decompress<bf16>(bad, bad.size(), n, &back);
+    if (h == status::success) CHECK(d == status::unsupported_mode);
+    else CHECK((d == h || d == status::unsupported_mode));
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[gpu]", testing::all_codecs) {
   using E = typename TestType::element_type;
   const std::uint64_t n = 3 * chunk + 500;

@@ -15,22 +15,38 @@ using namespace zipccl;
 
 namespace {
 
+constexpr std::uint64_t rans_bitmap() { return codec_detail::rans::bitmap_bytes; }
+
 // A stream with coded and stored chunks and a short tail chunk; with `sparse`, chunks 0 and 1 have
 // zero groups (zero_coded and zero_stored) and the tail chunk is all zero (a mask, no body).
+// The sample streams' chunk size: rANS needs larger chunks to pay for its table and states.
+template <class Codec>
+constexpr std::uint32_t sample_chunk = codebook::is_entropy_v<typename Codec::codebook_type> ? 2048 : 512;
+
+// The mode a coded chunk of Codec takes, with or without a zero mask.
+template <class Codec>
+constexpr format::chunk_mode coded_mode(bool masked) {
+  if constexpr (codebook::is_entropy_v<typename Codec::codebook_type>)
+    return masked ? format::chunk_mode::zero_rans : format::chunk_mode::rans;
+  else
+    return masked ? format::chunk_mode::zero_coded : format::chunk_mode::coded;
+}
+
 template <class Codec>
 std::vector<std::uint8_t> sample_stream(bool checksum, std::vector<typename Codec::bits_type>* data = nullptr,
                                         bool sparse = false) {
   using E = typename Codec::element_type;
-  auto v = testing::make_tensor<E>(3 * 512 + 100, 0.1, testing::distribution::gaussian, 3);
-  const auto noise = testing::random_bits<E>(512, 4);
-  std::copy(noise.begin(), noise.end(), v.begin() + 512);  // chunk 1 is stored
+  constexpr std::uint64_t chunk = sample_chunk<Codec>;
+  auto v = testing::make_tensor<E>(3 * chunk + 100, 0.1, testing::distribution::gaussian, 3);
+  const auto noise = testing::random_bits<E>(chunk, 4);
+  std::copy(noise.begin(), noise.end(), v.begin() + chunk);  // chunk 1 is stored
   if (sparse) {
-    for (std::uint64_t g : {1u, 3u, 8u + 2u, 8u + 7u})
+    for (std::uint64_t g : {std::uint64_t{1}, std::uint64_t{3}, chunk / 64 + 2, chunk / 64 + 7})
       std::fill(v.begin() + 64 * g, v.begin() + 64 * (g + 1), typename Codec::bits_type(0));
-    std::fill(v.begin() + 3 * 512, v.end(), typename Codec::bits_type(0));
+    std::fill(v.begin() + 3 * chunk, v.end(), typename Codec::bits_type(0));
   }
   host::compress_options opt;
-  opt.chunk_elems = 512;
+  opt.chunk_elems = chunk;
   opt.checksum = checksum;
   auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), 512));
   if (data) *data = v;
@@ -50,11 +66,11 @@ status decode(const std::vector<std::uint8_t>& s, std::size_t len, std::vector<s
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("every truncation of a valid stream is an error", "[host][corruption]",
-                        testing::all_codecs) {
+                        testing::host_codecs) {
   for (bool sparse : {false, true})
   for (bool checksum : {false, true}) {
     const auto s = sample_stream<TestType>(checksum, nullptr, sparse);
-    std::vector<std::uint8_t> out(4096 * 4 + 64);
+    std::vector<std::uint8_t> out(4 * sample_chunk<TestType> * 4 + 64);
     for (std::size_t len = 0; len < s.size(); ++len) {
       INFO("length " << len << " of " << s.size());
       REQUIRE(decode<TestType>(s, len, out) != status::success);
@@ -64,17 +80,19 @@ TEMPLATE_LIST_TEST_CASE("every truncation of a valid stream is an error", "[host
 }
 
 TEMPLATE_LIST_TEST_CASE("random corruptions: an error, or a well-formed result from payload bytes",
-                        "[host][corruption]", testing::all_codecs) {
+                        "[host][corruption]", testing::host_codecs) {
   using E = typename TestType::element_type;
   std::vector<typename TestType::bits_type> data;
   for (bool sparse : {false, true})
   for (bool checksum : {false, true}) {
     const auto s = sample_stream<TestType>(checksum, &data, sparse);
-    if (sparse) {
-      const auto modes = testing::chunk_modes(s);
-      REQUIRE(modes[2] == 2);  // chunk 1 (noise with zero groups) and the all-zero tail
-      REQUIRE(modes[3] == 1);  // chunk 0
-    }
+    const auto modes = testing::chunk_modes(s);
+    // coded: chunks 0 and 2, and the 100-element tail where coding pays for so few elements (not
+    // for fp16's 3-bit code nor for rANS, whose table and states outweigh it); sparse: chunk 0 with
+    // its zero mask, chunk 2 without
+    REQUIRE(modes[static_cast<unsigned>(coded_mode<TestType>(false))] >= (sparse ? 1u : 2u));
+    if (sparse) REQUIRE(modes[static_cast<unsigned>(coded_mode<TestType>(true))] == 1u);
+    if (sparse) REQUIRE(modes[2] == 2);  // chunk 1 (noise with zero groups) and the all-zero tail
     const auto payload = testing::payload_map<E>(s);
     std::vector<std::uint8_t> out(data.size() * sizeof(data[0]) + 64);
     std::mt19937_64 rng(checksum ? 11 : 12);
@@ -106,10 +124,10 @@ TEMPLATE_LIST_TEST_CASE("random corruptions: an error, or a well-formed result f
 }
 
 TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host][corruption]",
-                        testing::all_codecs) {
+                        testing::host_codecs) {
   const bool sparse = GENERATE(false, true);
   const auto s = sample_stream<TestType>(false, nullptr, sparse);
-  std::vector<std::uint8_t> out(4096 * 4 + 64);
+  std::vector<std::uint8_t> out(4 * sample_chunk<TestType> * 4 + 64);
   std::mt19937_64 rng(5);
   const std::size_t data = format::data_offset(format::load_le<std::uint32_t>(s.data() + 32));
   // corrupt structure only (header, directory, chunk headers), then repair every hash
@@ -127,9 +145,10 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     (void)decode<TestType>(bad, bad.size(), out);  // any status; the canary check is the test
   }
   SECTION("an escape count that does not match the planes") {
+    if constexpr (codebook::is_entropy_v<typename TestType::codebook_type>) return;
     auto bad = s;
     const std::uint64_t off = format::directory_entry(bad.data(), 0);
-    REQUIRE(bad[off] == static_cast<std::uint8_t>(sparse ? format::chunk_mode::zero_coded : format::chunk_mode::coded));
+    REQUIRE(bad[off] == static_cast<std::uint8_t>(coded_mode<TestType>(sparse)));
     // turn one escaped lane into a coded one: the planes then hold one escape fewer than the count
     using G = codec_detail::group_coder<typename TestType::element_type>;
     const std::uint64_t base = format::body_offset(512, sparse);
@@ -145,6 +164,51 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     testing::repair_hashes(bad);
     CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
   }
+  SECTION("rANS tables, states and streams that break their rules") {
+    if constexpr (!codebook::is_entropy_v<typename TestType::codebook_type>) return;
+    using E = typename TestType::element_type;
+    using RL = codec_detail::rans::layout<E>;
+    constexpr std::uint64_t chunk = sample_chunk<TestType>;
+    const std::uint64_t off = format::directory_entry(s.data(), 0);
+    REQUIRE(s[off] == static_cast<std::uint8_t>(coded_mode<TestType>(sparse)));
+    const auto h = format::read_chunk_header(s.data() + off);
+    const std::uint64_t b = sparse ? chunk - 128 : chunk, base = format::body_offset(chunk, sparse);
+    const std::uint64_t nsym = h.table[0] + 1u, table = off + RL::table_offset(b, base);
+    const std::uint64_t states = off + RL::states_offset(b, base, nsym), stream = off + RL::stream_offset(b, base, nsym);
+    REQUIRE(h.escapes >= 2);
+    auto expect = [&](std::vector<std::uint8_t> bad, const char* what) {
+      testing::repair_hashes(bad);
+      INFO(what);
+      CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+    };
+    auto bad = s;
+    bad[off + 1] = static_cast<std::uint8_t>(nsym);  // one symbol more than the table holds
+    expect(bad, "symbol count");
+    bad = s;
+    format::store_le<std::uint32_t>(bad.data() + off + 8, h.escapes - 1);  // one stream word fewer
+    expect(bad, "word count");
+    bad = s;
+    format::store_le<std::uint16_t>(bad.data() + table + rans_bitmap(), 0);  // a zero frequency
+    expect(bad, "zero frequency");
+    bad = s;
+    format::store_le<std::uint16_t>(bad.data() + table + rans_bitmap(),
+                                    format::load_le<std::uint16_t>(bad.data() + table + rans_bitmap()) + 1);
+    expect(bad, "frequencies that do not sum to 4096");
+    bad = s;
+    format::store_le<std::uint32_t>(bad.data() + states + 4 * 5, 0xFFFFu);  // a state below 2^16
+    expect(bad, "state below the range");
+    bad = s;
+    bad[states + 4 * 7] ^= 1;  // a state that does not end at 2^16
+    expect(bad, "state off by one");
+    bad = s;
+    std::swap(bad[stream], bad[stream + 2]);
+    std::swap(bad[stream + 1], bad[stream + 3]);
+    if (bad != s) expect(bad, "two stream words swapped");
+    bad = s;
+    bad[off + 12] ^= 0;  // the unchanged stream decodes
+    testing::repair_hashes(bad);
+    CHECK(decode<TestType>(bad, bad.size(), out) == status::success);
+  }
   SECTION("zero masks that break their rules") {
     if (!sparse) return;
     const std::uint64_t c0 = format::directory_entry(s.data(), 0);  // zero_coded, groups 1 and 3 zero
@@ -156,6 +220,7 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
       INFO("byte " << at << " = " << int(value));
       CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
     };
+    REQUIRE(s[c0 + 16] == 0x0A);
     check(c0 + 16, 0x0A | 0x01);  // one more zero group: the span no longer matches the body
     check(c0 + 16, 0x02);         // one fewer
     check(tail + 16, 0x07);       // a bit for a group past the chunk's end

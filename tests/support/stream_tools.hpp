@@ -36,7 +36,6 @@ inline void repair_hashes(std::vector<std::uint8_t>& s) {
 // padding.
 template <class E>
 std::vector<bool> payload_map(const std::vector<std::uint8_t>& s) {
-  using L = format::chunk_layout<E>;
   std::vector<bool> payload(s.size(), false);
   format::stream_header h;
   if (format::read_header(s.data(), s.size(), &h) != status::success) return payload;
@@ -52,12 +51,12 @@ std::vector<bool> payload_map(const std::vector<std::uint8_t>& s) {
   return payload;
 }
 
-// How many chunks of a valid stream are in each mode (index: the mode byte, 0..3).
+// How many chunks of a valid stream are in each mode (index: the mode byte, 0..7).
 inline std::vector<std::uint64_t> chunk_modes(const std::vector<std::uint8_t>& s) {
-  std::vector<std::uint64_t> modes(4, 0);
+  std::vector<std::uint64_t> modes(8, 0);
   format::stream_header h;
   if (format::read_header(s.data(), s.size(), &h) != status::success) return modes;
-  for (std::uint64_t c = 0; c < h.chunks; ++c) ++modes[s[format::directory_entry(s.data(), c)] & 3u];
+  for (std::uint64_t c = 0; c < h.chunks; ++c) ++modes[s[format::directory_entry(s.data(), c)] & 7u];
   return modes;
 }
 

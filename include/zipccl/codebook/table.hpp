@@ -6,6 +6,8 @@
 //   - statistic::none           no pass over the data (codebook::fixed)
 //   - statistic::exponent_mean  a sum and a count of exponent fields (codebook::analytic_gaussian)
 //   - statistic::histogram      a count per exponent value (codebook::histogram)
+//   - statistic::symbol_counts  a count per rANS symbol (codebook::entropy: no 7-entry table at
+//                               all; the chunk carries a frequency table instead)
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@
 
 namespace zipccl::codebook {
 
-enum class statistic { none, exponent_mean, histogram };
+enum class statistic { none, exponent_mean, histogram, symbol_counts };
 
 // The exponents that codes 1..7 stand for, in code order.
 struct table {

@@ -20,6 +20,7 @@
 #include "../format/bytes.hpp"
 #include "../format/chunk.hpp"
 #include "../format/zero_mask.hpp"
+#include "rans.hpp"
 
 namespace zipccl::codec_detail {
 
@@ -282,14 +283,109 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint6
   return encode_chunk<E>(in, m, t, checksum, out, dense_body(m));
 }
 
+// Encodes one chunk of m elements with rANS (codec/rans.hpp) into out, which must hold
+// stored_bytes(m); the body per `shape`. Falls back to a stored body when the rANS body would not
+// be strictly smaller. Returns the chunk's size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+                                                   std::uint8_t* out, const body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using S = rans::split<E>;
+  using RL = rans::layout<E>;
+  using bits_type = typename E::bits_type;
+  const std::uint64_t b = shape.elems, base = shape.base;
+  if (b == 0) return write_stored_chunk<E>(in, m, checksum, out, shape);
+  std::uint32_t counts[rans::symbols], freq[rans::symbols], cum[rans::symbols];
+  rans::divisor div[rans::symbols];
+  std::uint8_t* words = out + RL::words_offset(b, base);
+  std::uint8_t* bytes = out + RL::bytes_offset(b, base);
+  std::uint64_t j = 0;  // the body's element
+  // four partial histograms: a few hot symbols would otherwise serialise on one counter
+  std::uint32_t part[4][rans::symbols] = {};
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    if (in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
+    for (std::uint64_t i = 0; i < lanes; ++i, ++j) {
+      const bits_type x = load_le<bits_type>(in + (first + i) * L::elem_size);
+      ++part[i & 3][S::symbol(x)];
+      bytes[j] = static_cast<std::uint8_t>(S::byte(x));
+      if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * j, static_cast<std::uint16_t>(S::word(x)));
+    }
+  }
+  for (unsigned k = 0; k < rans::symbols; ++k) counts[k] = part[0][k] + part[1][k] + part[2][k] + part[3][k];
+  rans::normalize(counts, b, freq);
+  std::uint64_t nsym = 0;
+  for (unsigned k = 0, c = 0; k < rans::symbols; c += freq[k], ++k) {
+    cum[k] = c;
+    nsym += freq[k] != 0;
+    div[k] = rans::divisor::of(freq[k]);
+  }
+  // The stream must end at least 16 bytes before a stored body would; words are pushed downwards
+  // from there (the decoder reads them upwards) and moved into place at the end.
+  const std::uint64_t stored = L::stored_bytes(b, base);
+  const std::uint64_t stream_at = RL::stream_offset(b, base, nsym);
+  if (stream_at + format::alignment > stored) return write_stored_chunk<E>(in, m, checksum, out, shape);
+  const std::uint64_t cap = stored - format::alignment;
+  std::uint64_t top = cap;
+  std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+  // backwards over the body: lane l of a body group is lane l of its chunk group
+  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
+    if (in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = static_cast<unsigned>(m - first < format::group_elems ? m - first : format::group_elems);
+    // the lanes are independent but for the order of their words: first find the lanes whose
+    // state must give up a word (x >= ((state_low >> prob_bits) << 16) * f), then push those
+    // words, highest lane first, then code every lane
+    std::uint32_t sym[rans::lanes], push = 0;
+    for (unsigned l = 0; l < lanes; ++l) {
+      sym[l] = S::symbol(load_le<bits_type>(in + (first + l) * L::elem_size));
+      push |= (std::uint64_t(x[l]) >= (std::uint64_t(freq[sym[l]]) << 20) ? 1u : 0u) << l;
+    }
+    for (std::uint32_t p = push; p != 0;) {
+      const unsigned l = rans::highest_bit(p);
+      p &= ~(1u << l);
+      if (top < stream_at + 2) return write_stored_chunk<E>(in, m, checksum, out, shape);
+      top -= 2;
+      store_le<std::uint16_t>(out + top, static_cast<std::uint16_t>(x[l] & 0xFFFFu));
+      x[l] >>= 16;
+    }
+    for (unsigned l = 0; l < lanes; ++l) {
+      std::uint32_t q, r;
+      div[sym[l]].divide(x[l], &q, &r);
+      x[l] = (q << rans::prob_bits) + r + cum[sym[l]];
+    }
+  }
+  const std::uint64_t n_words = (cap - top) / 2;
+  std::memmove(out + stream_at, out + top, 2 * n_words);
+  rans::write_table(freq, out + RL::table_offset(b, base));
+  for (unsigned l = 0; l < rans::lanes; ++l) store_le<std::uint32_t>(out + RL::states_offset(b, base, nsym) + 4 * l, x[l]);
+  const std::uint64_t end = RL::content_end(b, base, nsym, n_words);
+  const std::uint64_t size = RL::chunk_bytes(b, base, nsym, n_words);
+  for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
+  format::chunk_header h;
+  h.mode = shape.zero_mask != nullptr ? format::chunk_mode::zero_rans : format::chunk_mode::rans;
+  h.table[0] = static_cast<std::uint8_t>(nsym - 1);
+  h.escapes = static_cast<std::uint32_t>(n_words);
+  format::write_chunk_header(out, h);
+  format::store_chunk_check(out, format::chunk_check(out, size, checksum, base));
+  return size;
+}
+
 // The whole reference encoder for one chunk: its shape (zero mask or not), the policy's table
 // over the body, the body coded or stored. Returns the chunk's size.
 template <class E, class Policy>
 ZIPCCL_HOST_DEVICE std::uint64_t code_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m,
                                             bool checksum, bool zero_masks, std::uint8_t* out) {
   const body_shape shape = plan_body<E>(in, m, zero_masks, out);
-  const codebook::table t = choose_table<E>(policy, in, m, shape);
-  return encode_chunk<E>(in, m, t, checksum, out, shape);
+  if constexpr (Policy::stat == codebook::statistic::symbol_counts) {
+    (void)policy;
+    return encode_rans_chunk<E>(in, m, checksum, out, shape);
+  } else {
+    const codebook::table t = choose_table<E>(policy, in, m, shape);
+    return encode_chunk<E>(in, m, t, checksum, out, shape);
+  }
 }
 
 // The rules a chunk header must meet for a chunk of m elements spanning `span` bytes (everything
@@ -300,15 +396,23 @@ ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std:
                                              const format::zero_mask_summary& z = {}) {
   using L = format::chunk_layout<E>;
   if (span < format::chunk_header_bytes || span % format::alignment != 0) return status::corrupt;
-  if (static_cast<unsigned>(r.mode) > 3u) return status::corrupt;
+  if (!format::mode_valid(static_cast<std::uint8_t>(r.mode))) return status::corrupt;
   const bool masked = format::mode_has_zero_mask(r.mode);
   if (masked && (!z.ok || !L::zero_mask_pays(m, z.zero_elems))) return status::corrupt;
   const std::uint64_t base = format::body_offset(m, masked);
   const std::uint64_t elems = masked ? m - z.zero_elems : m;
-  if (!format::mode_is_coded(r.mode)) {
+  if (format::mode_is_stored(r.mode)) {
     if (span != L::stored_bytes(elems, base) || r.escapes != 0) return status::corrupt;
     for (unsigned i = 0; i < format::table_size; ++i)
       if (r.table[i] != 0) return status::corrupt;
+  } else if (format::mode_is_rans(r.mode)) {
+    // table[0]: the symbol count less one; escapes: the stream's words (at most one per element);
+    // strictly smaller than the stored body
+    for (unsigned i = 1; i < format::table_size; ++i)
+      if (r.table[i] != 0) return status::corrupt;
+    if (r.escapes > elems) return status::corrupt;
+    if (span != rans::layout<E>::chunk_bytes(elems, base, r.table[0] + 1u, r.escapes)) return status::corrupt;
+    if (span >= L::stored_bytes(elems, base)) return status::corrupt;
   } else {
     const std::int64_t budget = L::escape_budget(elems, base);
     if (budget < 0 || r.escapes > static_cast<std::uint64_t>(budget)) return status::corrupt;
@@ -348,6 +452,7 @@ ZIPCCL_HOST_DEVICE body_shape chunk_body(const format::chunk_header& r, std::uin
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, const body_shape& body) {
   using L = format::chunk_layout<E>;
+  if (format::mode_is_rans(r.mode)) return rans::layout<E>::content_end(body.elems, body.base, r.table[0] + 1u, r.escapes);
   return format::mode_is_coded(r.mode) ? L::escapes_offset(body.elems, body.base) + r.escapes
                                        : body.base + body.elems * L::elem_size;
 }
@@ -412,6 +517,57 @@ ZIPCCL_HOST_DEVICE void decode_stored_body(const std::uint8_t* chunk, std::uint6
   }
 }
 
+// Decodes the rANS body of a chunk that passed check_chunk (codec/rans.hpp). Every stream word
+// is read at most once and inside the chunk (check_chunk_header bounds the word count by the
+// span); a table that breaks its rules, a stream that runs out or is left over, or a lane that
+// does not end at 2^16 is corrupt.
+template <class E>
+ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                                           const body_shape& body, std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  using S = rans::split<E>;
+  using RL = rans::layout<E>;
+  const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
+  rans::decode_table t;
+  if (!rans::read_table(chunk + RL::table_offset(b, base), nsym, &t)) return status::corrupt;
+  std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) {
+    x[l] = load_le<std::uint32_t>(chunk + RL::states_offset(b, base, nsym) + 4 * l);
+    if (x[l] < rans::state_low) return status::corrupt;
+  }
+  const std::uint8_t* words = chunk + RL::words_offset(b, base);
+  const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base);
+  const std::uint8_t* stream = chunk + RL::stream_offset(b, base, nsym);
+  std::uint64_t next = 0, j = 0;  // the next stream word; the body's element
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = static_cast<unsigned>(m - first < format::group_elems ? m - first : format::group_elems);
+    if (in_zero_group(body, g)) {
+      store_zeros<E>(out + first * L::elem_size, lanes);
+      continue;
+    }
+    // the lanes' steps are independent; only their words come in lane order, so decode all
+    // lanes first and then hand the words to the lanes that fell below 2^16
+    std::uint32_t low = 0;
+    for (unsigned l = 0; l < lanes; ++l) {
+      const std::uint32_t sym = rans::decode_step(t, &x[l]);
+      low |= (x[l] < rans::state_low ? 1u : 0u) << l;
+      const std::uint32_t word = S::word_bytes ? load_le<std::uint16_t>(words + 2 * (j + l)) : 0u;
+      store_le<typename E::bits_type>(out + (first + l) * L::elem_size, S::join(sym, bytes[j + l], word));
+    }
+    j += lanes;
+    for (; low != 0; low &= low - 1) {
+      if (next == n_words) return status::corrupt;  // the stream ran out
+      const unsigned l = rans::lowest_bit(low);
+      x[l] = (x[l] << 16) | load_le<std::uint16_t>(stream + 2 * next++);
+    }
+  }
+  if (next != n_words) return status::corrupt;
+  for (unsigned l = 0; l < rans::lanes; ++l)
+    if (x[l] != rans::state_low) return status::corrupt;
+  return status::success;
+}
+
 // Decodes one validated-span chunk of m elements into out (m elements, any alignment).
 template <class E>
 ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
@@ -422,10 +578,11 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
   body_shape body;
   const status st = check_chunk<E>(chunk, span, m, checksum, &h, &body);
   if (st != status::success) return st;
-  if (!format::mode_is_coded(h.mode)) {
+  if (format::mode_is_stored(h.mode)) {
     decode_stored_body<E>(chunk, m, body, out);
     return status::success;
   }
+  if (format::mode_is_rans(h.mode)) return decode_rans_body<E>(chunk, m, h, body, out);
   const std::uint8_t* planes = chunk + L::planes_offset(body.base);
   const std::uint8_t* words = chunk + L::words_offset(body.elems, body.base);
   const std::uint8_t* bytes = chunk + L::bytes_offset(body.elems, body.base);

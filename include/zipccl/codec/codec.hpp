@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../codebook/analytic_gaussian.hpp"
+#include "../codebook/entropy.hpp"
 #include "../codebook/fixed.hpp"
 #include "../codebook/histogram.hpp"
 #include "../codebook/table.hpp"
@@ -18,7 +19,7 @@ struct codec {
                 "zipccl::codec: Element must be zipccl::bf16, zipccl::fp16 or zipccl::fp32");
   static_assert(codebook::is_policy_v<Codebook>,
                 "zipccl::codec: Codebook must be a codebook policy (codebook::analytic_gaussian, "
-                "codebook::histogram, codebook::fixed, or a type derived from codebook::policy_tag "
+                "codebook::histogram, codebook::fixed, codebook::entropy, or a type derived from codebook::policy_tag "
                 "with the same members)");
   using element_type = Element;
   using codebook_type = Codebook;

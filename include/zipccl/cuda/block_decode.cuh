@@ -25,7 +25,9 @@
 // to threads in a fixed order: run k of the chunk (elements 8k .. 8k + 7) to thread k % Threads,
 // so two chunks of the same size decoded one after the other give every thread the same element
 // indices. When the status is not success, some runs may already have been handed out: treat
-// them as garbage. One block, any Threads that is a multiple of 32 (64..1024).
+// them as garbage. One block, any Threads that is a multiple of 32 (64..1024). A valid rANS chunk
+// (codebook::entropy) is not decoded on the device yet: after the same checks as the host's it
+// gives status::unsupported_mode.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -83,6 +85,7 @@ class block_decode {
     codec_detail::body_shape body;
     const status s = check_chunk(chunk, span, m, checksum, &h, &body);
     if (s != status::success) return s;
+    if (format::mode_is_rans(h.mode)) return status::unsupported_mode;  // a valid rANS chunk: host only, for now
     if (!format::mode_is_coded(h.mode)) {
       body_cursor at(body, m);
       for (std::uint64_t base = 0; base < m; base += 8ull * Threads) {
@@ -165,8 +168,9 @@ class block_decode {
   __device__ status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
                                 format::chunk_header* h, codec_detail::body_shape* body) {
     const unsigned t = threadIdx.x;
-    if (t == 0 && span >= format::chunk_header_bytes)
-      for (unsigned i = 0; i < format::chunk_header_bytes; ++i) s_.header[i] = chunk[i];
+    if (t == 0)  // a chunk shorter than a header leaves zeros, never the previous chunk's bytes
+      for (unsigned i = 0; i < format::chunk_header_bytes; ++i)
+        s_.header[i] = span >= format::chunk_header_bytes ? chunk[i] : std::uint8_t(0);
     __syncthreads();
     const bool masked = span >= format::body_offset(m, true) &&
                         format::mode_has_zero_mask(static_cast<format::chunk_mode>(s_.header[0] & 3u));

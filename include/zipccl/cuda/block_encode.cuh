@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "../codebook/analytic_gaussian.hpp"
+#include "../codebook/entropy.hpp"
 #include "../codebook/histogram.hpp"
 #include "../codebook/table.hpp"
 #include "../codec/chunk_codec.hpp"
@@ -39,6 +40,8 @@ template <class E, class Policy, int Threads, int ItemsPerThread>
 class block_encode {
   static_assert(is_element_v<E>, "block_encode: E must be zipccl::bf16, fp16 or fp32");
   static_assert(codebook::is_policy_v<Policy>, "block_encode: Policy must be a zipccl codebook policy");
+  static_assert(!codebook::is_entropy_v<Policy>,
+                "block_encode: codebook::entropy (rANS) has no device encoder yet; its streams come from the host");
   static_assert(Threads % 32 == 0 && Threads >= 64 && Threads <= 1024,
                 "block_encode: Threads must be a multiple of 32 between 64 and 1024");
   static_assert(ItemsPerThread % 8 == 0 && ItemsPerThread >= 8 && ItemsPerThread <= 64,
@@ -315,12 +318,13 @@ class block_encode {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const std::uint64_t first = run_first(r);
-      const std::uint64_t at = body_first_[r];  // the run's place in the body
+      const std::uint64_t at = body_first_[r];  // the run's place in the body (meaningless when skipped)
       // group at / 32, byte (at % 32) / 8 of each of its plane words
-      std::uint8_t* gp = planes + (at / format::group_elems) * L::planes * 4 + (at % 32) / 8;
+      const std::uint64_t plane_byte = (at / format::group_elems) * L::planes * 4 + (at % 32) / 8;
       if (skipped(r)) {
         // a zero group: nothing of it is in the body
       } else if (first < m) {
+        std::uint8_t* gp = planes + plane_byte;
         const unsigned valid = valid_in(first, m);
         std::uint32_t pl[L::planes] = {};
         std::uint64_t rest_bytes = 0, rest_words_lo = 0, rest_words_hi = 0;
@@ -344,10 +348,10 @@ class block_encode {
           detail::store_bytes(words + 2 * at, rest_words_lo, valid >= 4 ? 8u : 2 * valid);
           if (valid > 4) detail::store_bytes(words + 2 * at + 8, rest_words_hi, 2 * (valid - 4));
         }
-      } else if (at < groups_end && (!masked_ || first / format::zero_group_elems < format::zero_groups(m))) {
+      } else if (at < groups_end) {
         // lanes past the end of the last group: their plane bytes are zero
 #pragma unroll
-        for (unsigned q = 0; q < L::planes; ++q) gp[4 * q] = 0;
+        for (unsigned q = 0; q < L::planes; ++q) planes[plane_byte + 4 * q] = 0;
       }
       esc_base += s_.run_escapes[r];
     }

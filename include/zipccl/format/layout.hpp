@@ -23,12 +23,19 @@ inline constexpr std::uint32_t min_chunk_elems = 256;
 inline constexpr std::uint32_t max_chunk_elems = 1u << 24;
 inline constexpr std::uint32_t default_chunk_elems = 1u << 16;
 
-// Chunk modes. Bit 0: the body is coded (else stored raw); bit 1: a zero-group mask follows the
-// chunk header and the body holds only the groups it does not mark (stream version 2 and later).
-enum class chunk_mode : std::uint8_t { stored = 0, coded = 1, zero_stored = 2, zero_coded = 3 };
+// Chunk modes. Bit 0: the body is coded with the 3-bit exponent code; bit 2: the body is coded
+// with rANS (codebook::entropy); neither: stored raw. Bit 1: a zero-group mask follows the chunk
+// header and the body holds only the groups it does not mark. Modes 2, 3, 4 and 6 need stream
+// version 2; 5 and 7 are invalid.
+enum class chunk_mode : std::uint8_t {
+  stored = 0, coded = 1, zero_stored = 2, zero_coded = 3, rans = 4, zero_rans = 6
+};
 
 ZIPCCL_HOST_DEVICE constexpr bool mode_is_coded(chunk_mode m) { return (static_cast<unsigned>(m) & 1u) != 0; }
 ZIPCCL_HOST_DEVICE constexpr bool mode_has_zero_mask(chunk_mode m) { return (static_cast<unsigned>(m) & 2u) != 0; }
+ZIPCCL_HOST_DEVICE constexpr bool mode_is_rans(chunk_mode m) { return (static_cast<unsigned>(m) & 4u) != 0; }
+ZIPCCL_HOST_DEVICE constexpr bool mode_is_stored(chunk_mode m) { return (static_cast<unsigned>(m) & 5u) == 0; }
+ZIPCCL_HOST_DEVICE constexpr bool mode_valid(std::uint8_t m) { return m <= 4u || m == 6u; }
 
 // Zero groups: 64 consecutive elements of a chunk (the last may be shorter) whose bit patterns
 // are all 0 (+0.0). A chunk in a zero_* mode marks them in a bit mask and leaves them out of its
@@ -180,8 +187,8 @@ ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(std::uint64_t n, 
 }
 
 // The exact lower bound on the size of a valid stream of n elements of type t. In version 1
-// every element costs at least 11 bits (bf16; fp16 14, fp32 27); in version 2 (zero masks) at
-// least one bit per 64 elements plus 16 bytes per chunk. So a header that claims more elements
+// every element costs at least 11 bits (bf16; fp16 14, fp32 27); in version 2 (zero masks) a
+// chunk of zeros costs its 16-byte header and its mask (one bit per 64 elements, at least 16 bytes). So a header that claims more elements
 // than its stream's size allows is corrupt: readers check this before they size anything from a
 // count.
 ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(dtype t, std::uint64_t n, std::uint64_t chunk_elems,

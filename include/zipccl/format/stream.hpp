@@ -19,13 +19,14 @@ namespace zipccl {
 
 // The wire identifier of the codebook policy that wrote a stream (header byte 7). Decoding does
 // not depend on it: every coded chunk carries its own table.
-enum class codebook_kind : std::uint8_t { analytic_gaussian = 1, histogram = 2, fixed = 3 };
+enum class codebook_kind : std::uint8_t { analytic_gaussian = 1, histogram = 2, fixed = 3, entropy = 4 };
 
 ZIPCCL_HOST_DEVICE constexpr const char* codebook_name(codebook_kind k) {
   switch (k) {
     case codebook_kind::analytic_gaussian: return "analytic";
     case codebook_kind::histogram: return "histogram";
     case codebook_kind::fixed: return "fixed";
+    case codebook_kind::entropy: return "entropy";
   }
   return "unknown";
 }
@@ -37,8 +38,10 @@ inline constexpr std::uint32_t magic_word = 0x4C43505Au;
 ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
   return static_cast<std::uint8_t>(magic_word >> (8 * i));
 }
-// The version writers put in the header. Readers accept every version from 1: version 1 streams
-// have no zero_* chunk modes, version 2 adds them (docs/FORMAT.md).
+// The newest version; readers accept every version from 1. Version 1 streams have only stored and
+// coded chunks and the three 3-bit policies; version 2 adds the zero-mask and rANS chunk modes and
+// codebook::entropy (docs/FORMAT.md). A writer stamps the lowest version its stream needs
+// (writer_version), so a stream without the new modes stays readable by version 1 readers.
 inline constexpr std::uint16_t version = 2;
 inline constexpr std::uint16_t min_version = 1;
 ZIPCCL_HOST_DEVICE constexpr bool version_has_zero_masks(std::uint16_t v) { return v >= 2; }
@@ -56,6 +59,12 @@ struct stream_header {
   std::uint64_t total_bytes = 0;  // the whole stream, header included
   std::uint32_t chunks = 0;
 };
+
+// The version a writer stamps: 2 when the policy or any chunk (`new_modes`: a chunk's mode byte
+// above 1) needs it, else 1.
+ZIPCCL_HOST_DEVICE constexpr std::uint16_t writer_version(codebook_kind k, bool new_modes) {
+  return new_modes || static_cast<unsigned>(k) > 3u ? std::uint16_t(2) : std::uint16_t(1);
+}
 
 // Header hash: words 0..4 of the header (bytes 0..39) followed by the directory's words.
 // (header_hash_from() below takes the directory's part as a precomputed sum.)
@@ -125,7 +134,7 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   r.version = v;
   const std::uint8_t t = in[6], cb = in[7];
   if (t < 1 || t > 3) return status::corrupt;
-  if (cb < 1 || cb > 3) return status::corrupt;
+  if (cb < 1 || cb > (version_has_zero_masks(v) ? 4 : 3)) return status::corrupt;  // entropy from version 2
   r.type = static_cast<dtype>(t);
   r.codebook = static_cast<codebook_kind>(cb);
   r.flags = load_le<std::uint32_t>(in + 8);
@@ -175,9 +184,9 @@ ZIPCCL_HOST_DEVICE constexpr bool directory_entry_ok(const stream_header& h, std
 }
 
 // Whether a chunk whose first byte (its mode) is `mode_byte` may appear in a stream of this
-// header's version: the zero_* modes only from version 2 on. (The chunk's own rules come after.)
+// header's version: only modes 0 and 1 in version 1. (The chunk's own rules come after.)
 ZIPCCL_HOST_DEVICE constexpr bool chunk_mode_allowed(const stream_header& h, std::uint8_t mode_byte) {
-  return version_has_zero_masks(h.version) || !mode_has_zero_mask(static_cast<chunk_mode>(mode_byte & 3u));
+  return version_has_zero_masks(h.version) || mode_byte <= 1u;
 }
 
 // Where chunk i ends: the next chunk's start, or the stream's end for the last one.

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../../codebook/entropy.hpp"
 #include "../../codec/chunk_codec.hpp"
 #include "../../config.hpp"
 #include "../../error.hpp"
@@ -25,6 +26,9 @@ namespace zipccl::collective::detail {
 
 template <class Codec>
 struct wire {
+  static_assert(!codebook::is_entropy_v<typename Codec::codebook_type>,
+                "zipccl collectives: codebook::entropy (rANS) does not travel in the collectives yet; use "
+                "analytic_gaussian, histogram or fixed");
   using E = typename Codec::element_type;
   using L = format::chunk_layout<E>;
 

@@ -376,6 +376,8 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
     std::memcpy(out, chunk + format::chunk_header_bytes, m * L::elem_size);
     return status::success;
   }
+  // zero masks and rANS are decoded by the reference path (host/detail/chunk_dispatch.hpp)
+  if (h.mode != format::chunk_mode::coded) return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
   alignas(64) std::uint8_t tab[64] = {};
   for (unsigned k = 0; k < format::table_size; ++k) tab[1 + k] = h.table[k];
   const __m512i table = _mm512_load_si512(tab);

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "../../codebook/analytic_gaussian.hpp"
+#include "../../codebook/entropy.hpp"
 #include "../../codebook/fixed.hpp"
 #include "../../codebook/histogram.hpp"
 #include "../../codec/chunk_codec.hpp"
@@ -22,22 +23,27 @@ template <class E, class Policy>
 std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
                            bool zero_masks, std::uint8_t* out) {
   const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
+  if constexpr (codebook::is_entropy_v<Policy>) {
+    (void)policy;
+    return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+  } else {
 #if ZIPCCL_HAS_AVX512
   // the vector path codes whole chunks; chunks with a zero mask take the reference path
   if constexpr (std::is_same_v<Policy, codebook::analytic_gaussian> || std::is_same_v<Policy, codebook::histogram> ||
                 std::is_same_v<Policy, codebook::fixed>)
     if (shape.zero_mask == nullptr) return avx512::encode_chunk<E>(policy, in, m, checksum, out);
 #endif
-  const codebook::table t = codec_detail::choose_table<E>(policy, in, m, shape);
-  return codec_detail::encode_chunk<E>(in, m, t, checksum, out, shape);
+    const codebook::table t = codec_detail::choose_table<E>(policy, in, m, shape);
+    return codec_detail::encode_chunk<E>(in, m, t, checksum, out, shape);
+  }
 }
 
 template <class E>
 status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
                     std::uint8_t* out) {
 #if ZIPCCL_HAS_AVX512
-  if (span < format::chunk_header_bytes || !format::mode_has_zero_mask(static_cast<format::chunk_mode>(chunk[0] & 3u)))
-    return avx512::decode_chunk<E>(chunk, span, m, checksum, out);
+  // the vector path decodes stored and coded chunks; zero masks and rANS take the reference path
+  if (span < format::chunk_header_bytes || chunk[0] <= 1u) return avx512::decode_chunk<E>(chunk, span, m, checksum, out);
 #endif
   return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
 }

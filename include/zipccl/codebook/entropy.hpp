@@ -1,0 +1,30 @@
+// zipccl: codebook::entropy, an entropy code for each element's exponent (rANS).
+//
+// Instead of a 7-entry table and 3-bit codes, each chunk carries a table of 12-bit symbol
+// frequencies counted over its body, and the symbols (the exponent field of bf16 and fp32, the
+// high byte of fp16) are coded with 32 interleaved rANS states, so the exponent costs close to its
+// entropy rather than 3 bits plus escapes. docs/PERFORMANCE.md ("Choosing an entropy code")
+// argues the choice; docs/FORMAT.md ("rANS chunk") has the bytes; codec/rans.hpp the shared code.
+//
+// Where it runs today: the host executor (reference path) and the stream decoders of both
+// executors' hosts. The device executor, the collectives and the AVX-512 path do not take it yet:
+// naming it there is a compile error, and a device decoder that meets a rANS chunk reports
+// status::unsupported_mode.
+#pragma once
+
+#include "../config.hpp"
+#include "../format/stream.hpp"
+#include "table.hpp"
+
+namespace zipccl::codebook {
+
+struct entropy : policy_tag {
+  static constexpr codebook_kind kind = codebook_kind::entropy;
+  static constexpr statistic stat = statistic::symbol_counts;
+};
+
+// Whether a policy codes with rANS rather than 3-bit codes.
+template <class P>
+inline constexpr bool is_entropy_v = P::stat == statistic::symbol_counts;
+
+}  // namespace zipccl::codebook
