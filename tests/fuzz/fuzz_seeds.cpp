@@ -39,6 +39,18 @@ void seeds(const std::filesystem::path& dir) {
       write(dir, fuzzing::decode_raw, s);
       write(dir, fuzzing::decode_repaired, s);
     }
+  // zero groups (zero_coded, zero_stored, zero_rans chunks) and chunks large enough for rANS
+  for (bool checksum : {false, true}) {
+    auto v = testing::make_tensor<E>(9000, 0.1, testing::distribution::gaussian, 9);
+    for (std::uint64_t i = 0; i < v.size(); ++i)
+      if ((i / 64) % 3 == 1 || i >= 8192 + 700) v[i] = 0;
+    host::compress_options opt;
+    opt.chunk_elems = 4096;
+    opt.checksum = checksum;
+    const auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), v.size()));
+    write(dir, fuzzing::decode_raw, s);
+    write(dir, fuzzing::decode_repaired, s);
+  }
   std::vector<std::uint8_t> rt = {static_cast<std::uint8_t>(Codec::type) , 0, 0};
   const auto v = testing::make_tensor<E>(300, 1.0);
   rt.insert(rt.end(), reinterpret_cast<const std::uint8_t*>(v.data()),
@@ -70,6 +82,9 @@ int main(int argc, char** argv) {
   seeds<codec<bf16, codebook::histogram>>(dir);
   seeds<codec<fp16, codebook::histogram>>(dir);
   seeds<codec<fp32, codebook::analytic_gaussian>>(dir);
+  seeds<codec<bf16, codebook::entropy>>(dir);
+  seeds<codec<fp16, codebook::entropy>>(dir);
+  seeds<codec<fp32, codebook::entropy>>(dir);
   // .npy headers as numpy writes them (a vector, a Fortran-order matrix) for the tool's reader
   for (const char* h : {"{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }",
                         "{'descr': '<f2', 'fortran_order': True, 'shape': (2, 3), }",

@@ -177,14 +177,11 @@ struct divisor {
     return d;
   }
   ZIPCCL_HOST_DEVICE void divide(std::uint32_t x, std::uint32_t* q, std::uint32_t* r) const {
-    std::uint32_t qq = static_cast<std::uint32_t>((std::uint64_t(x) * inv) >> 32);
-    std::int64_t rr = static_cast<std::int64_t>(x) - static_cast<std::int64_t>(qq) * f;
-    if (rr < 0) {
-      --qq;
-      rr += f;
-    }
-    *q = qq;
-    *r = static_cast<std::uint32_t>(rr);
+    const std::uint32_t qq = static_cast<std::uint32_t>((std::uint64_t(x) * inv) >> 32);
+    const std::int64_t rr = static_cast<std::int64_t>(x) - static_cast<std::int64_t>(qq) * f;
+    const std::uint32_t over = static_cast<std::uint32_t>(static_cast<std::uint64_t>(rr) >> 63);  // no branch:
+    *q = qq - over;                                                                         // it is taken at random
+    *r = static_cast<std::uint32_t>(rr + static_cast<std::int64_t>(f) * over);
   }
 };
 
