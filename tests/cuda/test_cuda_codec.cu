@@ -189,6 +189,17 @@ TEST_CASE("rANS streams (codebook::entropy): the device reports unsupported_mode
   REQUIRE(testing::chunk_modes(s)[6] == 1);
   std::vector<std::uint8_t> back, ref(n * 2);
   CHECK(device_decompress<bf16>(s, s.size(), n, &back) == status::unsupported_mode);
+  // a table that breaks its rules (frequencies summing to 4097) is corrupt on both executors
+  {
+    auto bad = s;
+    const std::uint64_t off = format::directory_entry(bad.data(), 0);
+    REQUIRE(bad[off] == static_cast<std::uint8_t>(format::chunk_mode::rans));
+    const std::uint64_t f0 = off + 16 + codec_detail::rans::bitmap_bytes;
+    format::store_le<std::uint16_t>(bad.data() + f0, format::load_le<std::uint16_t>(bad.data() + f0) + 1);
+    testing::repair_hashes(bad);
+    CHECK(host::decompress_as<bf16>(bad.data(), bad.size(), ref.data(), ref.size()) == status::corrupt);
+    CHECK(device_decompress<bf16>(bad, bad.size(), n, &back) == status::corrupt);
+  }
   std::mt19937_64 rng(52);
   for (int trial = 0; trial < 100; ++trial) {
     auto bad = s;

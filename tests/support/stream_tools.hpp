@@ -24,7 +24,10 @@ inline void repair_hashes(std::vector<std::uint8_t>& s) {
     // the words before the body: the header's, and the mask's in the zero_* modes
     const std::uint64_t chunk_elems = format::load_le<std::uint32_t>(s.data() + 12);
     const std::uint64_t m = format::chunk_elements(format::load_le<std::uint64_t>(s.data() + 16), chunk_elems, c);
+    // (and a rANS chunk's table and states)
     std::uint64_t body = format::body_offset(m, format::mode_has_zero_mask(format::chunk_mode(s[off] & 3u)));
+    if (format::mode_is_rans(format::chunk_mode(s[off] & 7u)))
+      body = format::align_up(body + 32 + 2 * (s[off + 1] + 1u), 16) + 128;
     if (body > end - off) body = format::chunk_header_bytes;
     format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, whole, body));
   }
@@ -46,7 +49,8 @@ std::vector<bool> payload_map(const std::vector<std::uint8_t>& s) {
     const auto z = codec_detail::mask_summary_for(s.data() + off, format::chunk_end(s.data(), h, c) - off, m);
     const auto body = codec_detail::chunk_body<E>(ch, m, z, s.data() + off);
     const std::uint64_t end = codec_detail::chunk_content_end<E>(ch, body);
-    for (std::uint64_t p = body.base; p < end; ++p) payload[off + p] = true;
+    // element data starts after what the chunk check always covers (header, mask, rANS table)
+    for (std::uint64_t p = codec_detail::check_prefix<E>(ch, body); p < end; ++p) payload[off + p] = true;
   }
   return payload;
 }

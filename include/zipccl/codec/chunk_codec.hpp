@@ -297,21 +297,14 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   if (b == 0) return write_stored_chunk<E>(in, m, checksum, out, shape);
   std::uint32_t counts[rans::symbols], freq[rans::symbols], cum[rans::symbols];
   rans::divisor div[rans::symbols];
-  std::uint8_t* words = out + RL::words_offset(b, base);
-  std::uint8_t* bytes = out + RL::bytes_offset(b, base);
-  std::uint64_t j = 0;  // the body's element
   // four partial histograms: a few hot symbols would otherwise serialise on one counter
   std::uint32_t part[4][rans::symbols] = {};
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
-    for (std::uint64_t i = 0; i < lanes; ++i, ++j) {
-      const bits_type x = load_le<bits_type>(in + (first + i) * L::elem_size);
-      ++part[i & 3][S::symbol(x)];
-      bytes[j] = static_cast<std::uint8_t>(S::byte(x));
-      if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * j, static_cast<std::uint16_t>(S::word(x)));
-    }
+    for (std::uint64_t i = 0; i < lanes; ++i)
+      ++part[i & 3][S::symbol(load_le<bits_type>(in + (first + i) * L::elem_size))];
   }
   for (unsigned k = 0; k < rans::symbols; ++k) counts[k] = part[0][k] + part[1][k] + part[2][k] + part[3][k];
   rans::normalize(counts, b, freq);
@@ -328,19 +321,27 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   if (stream_at + format::alignment > stored) return write_stored_chunk<E>(in, m, checksum, out, shape);
   const std::uint64_t cap = stored - format::alignment;
   std::uint64_t top = cap;
+  std::uint8_t* words = out + RL::words_offset(base, nsym);
+  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
   std::uint32_t x[rans::lanes];
   for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
-  // backwards over the body: lane l of a body group is lane l of its chunk group
+  // backwards over the body (lane l of a body group is lane l of its chunk group), writing the
+  // rest sections on the way
+  std::uint64_t at = b;  // one past the body group's last element
   for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = static_cast<unsigned>(m - first < format::group_elems ? m - first : format::group_elems);
+    at -= lanes;
     // the lanes are independent but for the order of their words: first find the lanes whose
     // state must give up a word (x >= ((state_low >> prob_bits) << 16) * f), then push those
     // words, highest lane first, then code every lane
     std::uint32_t sym[rans::lanes], push = 0;
     for (unsigned l = 0; l < lanes; ++l) {
-      sym[l] = S::symbol(load_le<bits_type>(in + (first + l) * L::elem_size));
+      const bits_type v = load_le<bits_type>(in + (first + l) * L::elem_size);
+      sym[l] = S::symbol(v);
+      bytes[at + l] = static_cast<std::uint8_t>(S::byte(v));
+      if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * (at + l), static_cast<std::uint16_t>(S::word(v)));
       push |= (std::uint64_t(x[l]) >= (std::uint64_t(freq[sym[l]]) << 20) ? 1u : 0u) << l;
     }
     for (std::uint32_t p = push; p != 0;) {
@@ -358,9 +359,9 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
     }
   }
   const std::uint64_t n_words = (cap - top) / 2;
-  std::memmove(out + stream_at, out + top, 2 * n_words);
-  rans::write_table(freq, out + RL::table_offset(b, base));
-  for (unsigned l = 0; l < rans::lanes; ++l) store_le<std::uint32_t>(out + RL::states_offset(b, base, nsym) + 4 * l, x[l]);
+  for (std::uint64_t i = 0; i < 2 * n_words; ++i) out[stream_at + i] = out[top + i];  // down: never overlaps wrongly
+  rans::write_table(freq, nsym, out + RL::table_offset(base));
+  for (unsigned l = 0; l < rans::lanes; ++l) store_le<std::uint32_t>(out + RL::states_offset(base, nsym) + 4 * l, x[l]);
   const std::uint64_t end = RL::content_end(b, base, nsym, n_words);
   const std::uint64_t size = RL::chunk_bytes(b, base, nsym, n_words);
   for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
@@ -369,7 +370,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   h.table[0] = static_cast<std::uint8_t>(nsym - 1);
   h.escapes = static_cast<std::uint32_t>(n_words);
   format::write_chunk_header(out, h);
-  format::store_chunk_check(out, format::chunk_check(out, size, checksum, base));
+  format::store_chunk_check(out, format::chunk_check(out, size, checksum, RL::words_offset(base, nsym)));
   return size;
 }
 
@@ -448,6 +449,14 @@ ZIPCCL_HOST_DEVICE body_shape chunk_body(const format::chunk_header& r, std::uin
   return {format::body_offset(m, true), m - z.zero_elems, chunk + format::chunk_header_bytes};
 }
 
+// The bytes of a valid chunk that its check covers even without the checksum flag: the header,
+// the mask, and a rANS chunk's table and states (format::chunk_check's `body` argument).
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t check_prefix(const format::chunk_header& r, const body_shape& body) {
+  if (format::mode_is_rans(r.mode)) return rans::layout<E>::words_offset(body.base, r.table[0] + 1u);
+  return body.base;
+}
+
 // Where a valid chunk's content ends and its zero padding starts.
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, const body_shape& body) {
@@ -481,7 +490,7 @@ ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t s
   const status s = check_chunk_header<E>(r, span, m, z);
   if (s != status::success) return s;
   const body_shape b = chunk_body<E>(r, m, z, chunk);
-  if (format::chunk_check(chunk, span, checksum, b.base) != r.check) return status::checksum_mismatch;
+  if (format::chunk_check(chunk, span, checksum, check_prefix<E>(r, b)) != r.check) return status::checksum_mismatch;
   for (std::uint64_t p = chunk_content_end<E>(r, b); p < span; ++p)
     if (chunk[p] != 0) return status::corrupt;
   *h = r;
@@ -528,15 +537,13 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
   using S = rans::split<E>;
   using RL = rans::layout<E>;
   const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
+  if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
   rans::decode_table t;
-  if (!rans::read_table(chunk + RL::table_offset(b, base), nsym, &t)) return status::corrupt;
+  rans::read_table(chunk + RL::table_offset(base), &t);
   std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) {
-    x[l] = load_le<std::uint32_t>(chunk + RL::states_offset(b, base, nsym) + 4 * l);
-    if (x[l] < rans::state_low) return status::corrupt;
-  }
-  const std::uint8_t* words = chunk + RL::words_offset(b, base);
-  const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base);
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
+  const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
+  const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base, nsym);
   const std::uint8_t* stream = chunk + RL::stream_offset(b, base, nsym);
   std::uint64_t next = 0, j = 0;  // the next stream word; the body's element
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
@@ -582,7 +589,15 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
     decode_stored_body<E>(chunk, m, body, out);
     return status::success;
   }
-  if (format::mode_is_rans(h.mode)) return decode_rans_body<E>(chunk, m, h, body, out);
+  if (format::mode_is_rans(h.mode)) {
+#if defined(__CUDA_ARCH__)
+    // no device rANS decoder yet (its 16 KiB slot table would sit in every thread's local memory)
+    return rans::table_ok(chunk + rans::layout<E>::table_offset(body.base), h.table[0] + 1u) ? status::unsupported_mode
+                                                                                             : status::corrupt;
+#else
+    return decode_rans_body<E>(chunk, m, h, body, out);
+#endif
+  }
   const std::uint8_t* planes = chunk + L::planes_offset(body.base);
   const std::uint8_t* words = chunk + L::words_offset(body.elems, body.base);
   const std::uint8_t* bytes = chunk + L::bytes_offset(body.elems, body.base);

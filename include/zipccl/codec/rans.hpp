@@ -7,8 +7,11 @@
 //   fp32  symbol = exponent field (bits 23..30)    rest word = bits 0..15, rest byte = bits 16..22
 //                                                   and the sign in bit 7
 // Body of b elements at `base`:
-//   words (fp32: b x u16) | bytes (b) | table: 32-byte symbol bitmap, then a u16 frequency per
-//   symbol present, ascending (each 1..4096, sum 4096) | states: 32 x u32 | stream: W x u16
+//   table: 32-byte symbol bitmap, then a u16 frequency per symbol present, ascending (each
+//   1..4096, sum 4096), zeros to 16 bytes | states: 32 x u32 | words (fp32: b x u16) | bytes (b) |
+//   stream: W x u16
+// The table and states come first so that the chunk check covers them even without the checksum
+// flag (as it covers a 3-bit chunk's table in its header).
 // Element i of the body belongs to lane i % 32. A decoder starts lane l at states[l] and walks the
 // elements in order: slot = x & 4095, the symbol s whose [cum, cum + freq) holds slot,
 // x = freq * (x >> 12) + slot - cum, and when x < 2^16 it shifts in the next stream word. After the
@@ -67,20 +70,24 @@ struct split {
 // Section offsets of a body of b elements at `base` with `nsym` symbols and `words` stream words.
 template <class E>
 struct layout {
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t words_offset(std::uint64_t, std::uint64_t base) { return base; }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t bytes_offset(std::uint64_t b, std::uint64_t base) {
-    return base + b * split<E>::word_bytes;
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t table_bytes(std::uint64_t nsym) {
+    return format::align_up(bitmap_bytes + 2 * nsym, format::alignment);
   }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t table_offset(std::uint64_t b, std::uint64_t base) {
-    return bytes_offset(b, base) + b;
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t table_offset(std::uint64_t base) { return base; }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t states_offset(std::uint64_t base, std::uint64_t nsym) {
+    return base + table_bytes(nsym);
   }
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t states_offset(std::uint64_t b, std::uint64_t base,
-                                                                  std::uint64_t nsym) {
-    return table_offset(b, base) + bitmap_bytes + 2 * nsym;
+  // The end of the table and states: the chunk check always covers the bytes before it.
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t words_offset(std::uint64_t base, std::uint64_t nsym) {
+    return states_offset(base, nsym) + states_bytes;
+  }
+  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t bytes_offset(std::uint64_t b, std::uint64_t base,
+                                                                 std::uint64_t nsym) {
+    return words_offset(base, nsym) + b * split<E>::word_bytes;
   }
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t stream_offset(std::uint64_t b, std::uint64_t base,
                                                                   std::uint64_t nsym) {
-    return states_offset(b, base, nsym) + states_bytes;
+    return bytes_offset(b, base, nsym) + b;
   }
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t content_end(std::uint64_t b, std::uint64_t base,
                                                                 std::uint64_t nsym, std::uint64_t words) {
@@ -132,19 +139,40 @@ ZIPCCL_HOST_DEVICE std::uint32_t decode_step(const decode_table& t, std::uint32_
   return decode_table::symbol(e);
 }
 
-// Reads a table at p (bitmap, then nsym frequencies) into t; false when it breaks the rules (the
-// bitmap's count is not nsym, a frequency is 0 or the sum is not 4096).
-ZIPCCL_HOST_DEVICE bool read_table(const std::uint8_t* p, std::uint64_t nsym, decode_table* t) {
+// The rules of a table at p with nsym symbols and of the 32 states after it: exactly nsym bitmap
+// bits, every frequency 1..4096, their sum 4096, zero padding, every state at least 2^16. Every
+// executor checks these before it decodes (the device, which cannot decode rANS yet, checks them
+// before it reports unsupported_mode).
+ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym) {
+  std::uint64_t bits = 0, sum = 0;
+  for (std::uint64_t i = 0; i < bitmap_bytes; ++i) {
+    std::uint32_t v = p[i];
+    for (; v != 0; v &= v - 1) ++bits;
+  }
+  if (bits != nsym) return false;
+  for (std::uint64_t k = 0; k < nsym; ++k) {
+    const std::uint32_t f = load_le<std::uint16_t>(p + bitmap_bytes + 2 * k);
+    if (f == 0 || f > prob_total) return false;
+    sum += f;
+  }
+  if (sum != prob_total) return false;
+  for (std::uint64_t i = bitmap_bytes + 2 * nsym; i < format::align_up(bitmap_bytes + 2 * nsym, format::alignment); ++i)
+    if (p[i] != 0) return false;
+  const std::uint8_t* states = p + format::align_up(bitmap_bytes + 2 * nsym, format::alignment);
+  for (unsigned l = 0; l < lanes; ++l)
+    if (load_le<std::uint32_t>(states + 4 * l) < state_low) return false;
+  return true;
+}
+
+// Builds the decoder's table from a table at p that passed table_ok().
+ZIPCCL_HOST_DEVICE void read_table(const std::uint8_t* p, decode_table* t) {
   std::uint64_t k = 0, cum = 0;
   for (unsigned s = 0; s < symbols; ++s) {
     if (!((p[s / 8] >> (s % 8)) & 1u)) continue;
-    if (k == nsym) return false;
     const std::uint32_t f = load_le<std::uint16_t>(p + bitmap_bytes + 2 * k++);
-    if (f == 0 || f > prob_total - cum) return false;
     for (std::uint32_t j = 0; j < f; ++j) t->slot[cum + j] = ((f - 1u) << 20) | (j << 8) | s;
     cum += f;
   }
-  return k == nsym && cum == prob_total;
 }
 
 // The index of the lowest set bit of v (v != 0).
@@ -166,7 +194,8 @@ ZIPCCL_HOST_DEVICE unsigned highest_bit(std::uint32_t v) {
 }
 
 // Exact x / f and x % f for x < 2^32 and 1 <= f <= 4096 without a division: inv = ceil(2^32 / f)
-// makes (x * inv) >> 32 at most one too large, which the remainder's sign corrects.
+// makes (x * inv) >> 32 at most one too large, which the remainder's sign corrects (without a
+// branch: the correction is taken at random).
 struct divisor {
   std::uint64_t inv = 0;
   std::uint32_t f = 0;
@@ -179,15 +208,15 @@ struct divisor {
   ZIPCCL_HOST_DEVICE void divide(std::uint32_t x, std::uint32_t* q, std::uint32_t* r) const {
     const std::uint32_t qq = static_cast<std::uint32_t>((std::uint64_t(x) * inv) >> 32);
     const std::int64_t rr = static_cast<std::int64_t>(x) - static_cast<std::int64_t>(qq) * f;
-    const std::uint32_t over = static_cast<std::uint32_t>(static_cast<std::uint64_t>(rr) >> 63);  // no branch:
-    *q = qq - over;                                                                         // it is taken at random
+    const std::uint32_t over = static_cast<std::uint32_t>(static_cast<std::uint64_t>(rr) >> 63);
+    *q = qq - over;
     *r = static_cast<std::uint32_t>(rr + static_cast<std::int64_t>(f) * over);
   }
 };
 
-// Writes the table of freq (nsym present symbols) at p.
-ZIPCCL_HOST_DEVICE void write_table(const std::uint32_t* freq, std::uint8_t* p) {
-  for (std::uint64_t i = 0; i < bitmap_bytes; ++i) p[i] = 0;
+// Writes the table of freq (nsym present symbols) at p, padding included.
+ZIPCCL_HOST_DEVICE void write_table(const std::uint32_t* freq, std::uint64_t nsym, std::uint8_t* p) {
+  for (std::uint64_t i = 0; i < format::align_up(bitmap_bytes + 2 * nsym, format::alignment); ++i) p[i] = 0;
   std::uint64_t k = 0;
   for (unsigned s = 0; s < symbols; ++s) {
     if (freq[s] == 0) continue;

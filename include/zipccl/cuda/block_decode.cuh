@@ -25,9 +25,10 @@
 // to threads in a fixed order: run k of the chunk (elements 8k .. 8k + 7) to thread k % Threads,
 // so two chunks of the same size decoded one after the other give every thread the same element
 // indices. When the status is not success, some runs may already have been handed out: treat
-// them as garbage. One block, any Threads that is a multiple of 32 (64..1024). A valid rANS chunk
-// (codebook::entropy) is not decoded on the device yet: after the same checks as the host's it
-// gives status::unsupported_mode.
+// them as garbage. One block, any Threads that is a multiple of 32 (64..1024). A rANS chunk
+// (codebook::entropy) is not decoded on the device yet: after the host's checks of its header,
+// mask, check value, padding, table and states it gives status::unsupported_mode (the host finds
+// a damaged stream section only while decoding, and says corrupt there).
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -85,7 +86,7 @@ class block_decode {
     codec_detail::body_shape body;
     const status s = check_chunk(chunk, span, m, checksum, &h, &body);
     if (s != status::success) return s;
-    if (format::mode_is_rans(h.mode)) return status::unsupported_mode;  // a valid rANS chunk: host only, for now
+    if (format::mode_is_rans(h.mode)) return check_rans(chunk, h, body);
     if (!format::mode_is_coded(h.mode)) {
       body_cursor at(body, m);
       for (std::uint64_t base = 0; base < m; base += 8ull * Threads) {
@@ -192,7 +193,7 @@ class block_decode {
     *body = codec_detail::chunk_body<E>(*h, m, z, chunk);
 
     std::uint64_t sum = 0;
-    const std::uint64_t words = format::check_words(span, checksum, body->base);
+    const std::uint64_t words = format::check_words(span, checksum, codec_detail::check_prefix<E>(*h, *body));
     for (std::uint64_t w = t; w < words; w += Threads) sum += format::check_term(w, word_at(chunk + 8 * w));
     const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
     int bad = 0;
@@ -206,6 +207,22 @@ class block_decode {
     }
     __syncthreads();
     s = static_cast<status>(s_.verdict);
+    __syncthreads();  // the verdict may be rewritten by the next call
+    return s;
+  }
+
+  // A rANS chunk that passed check_chunk: its table and states meet the rules the host checks
+  // before decoding (corrupt otherwise), and then, with no device rANS decoder yet,
+  // unsupported_mode. Block-uniform.
+  __device__ status check_rans(const std::uint8_t* chunk, const format::chunk_header& h,
+                               const codec_detail::body_shape& body) {
+    if (threadIdx.x == 0)
+      s_.verdict = static_cast<int>(
+          codec_detail::rans::table_ok(chunk + codec_detail::rans::layout<E>::table_offset(body.base), h.table[0] + 1u)
+              ? status::unsupported_mode
+              : status::corrupt);
+    __syncthreads();
+    const status s = static_cast<status>(s_.verdict);
     __syncthreads();  // the verdict may be rewritten by the next call
     return s;
   }

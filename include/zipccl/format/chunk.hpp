@@ -9,6 +9,7 @@
 //                 escapes     (one byte per escaped element: its raw exponent field)
 //                 zero padding to 16 bytes
 //   stored body:  the raw little-endian elements, zero padding to 16 bytes
+//   rANS body:    frequency table, states, rest sections, stream (codec/rans.hpp)
 //
 // Everything before the escapes has a size that depends only on the element count, so a receiver
 // can decode every non-escaped element before the escapes arrive.

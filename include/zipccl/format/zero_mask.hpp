@@ -1,4 +1,5 @@
-// zipccl: the zero-group mask of the zero_stored and zero_coded chunk modes (stream version 2).
+// zipccl: the zero-group mask of the zero_stored, zero_coded and zero_rans chunk modes (stream
+// version 2).
 //
 //   chunk header (16 bytes) | mask (zero_mask_bytes(m)) | body over the groups the mask leaves
 //
