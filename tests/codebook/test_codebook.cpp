@@ -1,7 +1,9 @@
 // Codebook policies: the analytic window's coverage, the histogram's exact top 7, fixed tables.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include <zipccl/codec/chunk_codec.hpp>
@@ -121,4 +123,56 @@ TEST_CASE("fixed tables are validated and calibrated", "[codebook][host]") {
   const auto f = codebook::fixed::calibrate<bf16>(v.data(), v.size());
   const auto h = table_of<bf16>(codebook::histogram{}, v);
   for (unsigned i = 0; i < 7; ++i) CHECK(f.entries.exponent[i] == h.exponent[i]);
+}
+
+TEST_CASE("rANS frequencies: every present symbol keeps at least 1, the sum is 4096", "[host][codebook][rans]") {
+  namespace rans = codec_detail::rans;
+  std::mt19937_64 rng(61);
+  std::vector<std::vector<std::uint32_t>> cases;
+  cases.push_back(std::vector<std::uint32_t>(256, 0));
+  cases.back()[7] = 65536;  // one symbol: all 4096
+  cases.push_back(std::vector<std::uint32_t>(256, 1));  // every symbol once
+  cases.push_back(std::vector<std::uint32_t>(256, 0));
+  cases.back()[0] = 65536 - 255;
+  for (unsigned s = 1; s < 256; ++s) cases.back()[s] = 1;  // 255 rare symbols beside a dominant one
+  cases.push_back(std::vector<std::uint32_t>(256, 0));
+  for (unsigned s = 0; s < 128; ++s) cases.back()[s] = s % 2 ? 1 : 1000;  // half rare, half common
+  for (int k = 0; k < 200; ++k) {  // random histograms, some sparse
+    std::vector<std::uint32_t> c(256, 0);
+    const unsigned used = 1 + static_cast<unsigned>(rng() % 256);
+    for (unsigned i = 0; i < used; ++i) c[rng() % 256] += 1 + static_cast<std::uint32_t>(rng() % (k % 2 ? 3 : 100000));
+    cases.push_back(c);
+  }
+  for (const auto& c : cases) {
+    std::uint64_t b = 0;
+    for (std::uint32_t v : c) b += v;
+    std::uint32_t f[256];
+    rans::normalize(c.data(), b, f);
+    std::uint64_t sum = 0;
+    for (unsigned s = 0; s < 256; ++s) {
+      REQUIRE((c[s] == 0) == (f[s] == 0));
+      sum += f[s];
+    }
+    REQUIRE(sum == rans::prob_total);
+    std::uint32_t again[256];
+    rans::normalize(c.data(), b, again);
+    REQUIRE(std::equal(f, f + 256, again));  // deterministic
+  }
+}
+
+TEST_CASE("rANS encoder division by reciprocal is exact", "[host][codebook][rans]") {
+  namespace rans = codec_detail::rans;
+  std::mt19937_64 rng(62);
+  for (std::uint32_t f = 1; f <= rans::prob_total; ++f) {
+    const auto d = rans::divisor::of(f);
+    // the edges of every quotient near the extremes, and random states
+    const std::uint32_t xs[] = {0u, 1u, f - 1u, f, f + 1u, 0xFFFFFFFFu, 0xFFFFFFFFu - f, (0xFFFFFFFFu / f) * f,
+                                (0xFFFFFFFFu / f) * f - 1u, static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(rng())};
+    for (std::uint32_t x : xs) {
+      std::uint32_t q, r;
+      d.divide(x, &q, &r);
+      REQUIRE(q == x / f);
+      REQUIRE(r == x % f);
+    }
+  }
 }
