@@ -14,6 +14,9 @@
 #if ZIPCCL_HAS_AVX512
 #include "avx512.hpp"
 #endif
+#if ZIPCCL_HAS_AVX2
+#include "avx2.hpp"
+#endif
 
 namespace zipccl::host::detail {
 
@@ -42,9 +45,20 @@ template <class E>
 status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
                     std::uint8_t* out) {
 #if ZIPCCL_HAS_AVX512
-  // the vector path decodes stored and coded chunks; zero masks and rANS take the reference path
+  // the AVX-512 path decodes stored and coded chunks
   if (span < format::chunk_header_bytes || chunk[0] <= 1u) return avx512::decode_chunk<E>(chunk, span, m, checksum, out);
 #endif
+#if ZIPCCL_HAS_AVX2
+  // the AVX2 path decodes coded chunks, with or without a zero mask, after the reference's checks
+  if (span >= format::chunk_header_bytes && (chunk[0] == 1u || chunk[0] == 3u)) {
+    format::chunk_header h;
+    codec_detail::body_shape body;
+    const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h, &body);
+    if (st != status::success) return st;
+    return avx2::decode_coded_body<E>(chunk, m, h, body, out);
+  }
+#endif
+  // stored chunks, and rANS: the reference
   return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
 }
 
