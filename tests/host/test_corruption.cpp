@@ -220,10 +220,7 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     std::swap(bad[stream], bad[stream + 2]);
     std::swap(bad[stream + 1], bad[stream + 3]);
     if (bad != s) expect(bad, "two stream words swapped");
-    bad = s;
-    bad[off + 12] ^= 0;  // the unchanged stream decodes
-    testing::repair_hashes(bad);
-    CHECK(decode<TestType>(bad, bad.size(), out) == status::success);
+    CHECK(decode<TestType>(s, s.size(), out) == status::success);  // and the untouched stream decodes
   }
   SECTION("zero masks that break their rules") {
     if (!sparse) return;

@@ -26,8 +26,7 @@ inline void repair_hashes(std::vector<std::uint8_t>& s) {
     const std::uint64_t m = format::chunk_elements(format::load_le<std::uint64_t>(s.data() + 16), chunk_elems, c);
     // (and a rANS chunk's table and states)
     std::uint64_t body = format::body_offset(m, format::mode_has_zero_mask(format::chunk_mode(s[off] & 3u)));
-    if (format::mode_is_rans(format::chunk_mode(s[off] & 7u)))
-      body = format::align_up(body + 32 + 2 * (s[off + 1] + 1u), 16) + 128;
+    if (format::mode_is_rans(format::chunk_mode(s[off] & 7u))) body = codec_detail::rans::prefix_end(body, s[off + 1] + 1u);
     if (body > end - off) body = format::chunk_header_bytes;
     format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, whole, body));
   }

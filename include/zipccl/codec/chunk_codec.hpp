@@ -186,10 +186,10 @@ ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std:
   return choose_table<E>(policy, in, m, dense_body(m));
 }
 
-// The chunk mode for a body of `shape`, coded or stored.
-ZIPCCL_HOST_DEVICE constexpr format::chunk_mode mode_for(const body_shape& shape, bool coded) {
-  return shape.zero_mask != nullptr ? (coded ? format::chunk_mode::zero_coded : format::chunk_mode::zero_stored)
-                                    : (coded ? format::chunk_mode::coded : format::chunk_mode::stored);
+// The chunk mode of a body coded as `kind` (stored, coded or rans), with the mask bit when the
+// body has a zero mask.
+ZIPCCL_HOST_DEVICE constexpr format::chunk_mode mode_for(format::chunk_mode kind, bool masked) {
+  return static_cast<format::chunk_mode>(static_cast<unsigned>(kind) | (masked ? 2u : 0u));
 }
 
 // Writes a stored chunk of m elements (its body per `shape`, whose mask is already in place);
@@ -203,13 +203,13 @@ ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std:
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
-    const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
     std::memcpy(out + pos, in + first * L::elem_size, lanes * L::elem_size);
     pos += lanes * L::elem_size;
   }
   for (std::uint64_t p = pos; p < size; ++p) out[p] = 0;
   format::chunk_header h;
-  h.mode = mode_for(shape, false);
+  h.mode = mode_for(format::chunk_mode::stored, shape.zero_mask != nullptr);
   format::write_chunk_header(out, h);
   format::store_chunk_check(out, format::chunk_check(out, size, checksum, shape.base));
   return size;
@@ -231,7 +231,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(const body_shape& shape, const
   const std::uint64_t size = L::coded_bytes(shape.elems, escapes, shape.base);
   for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
   format::chunk_header h;
-  h.mode = mode_for(shape, true);
+  h.mode = mode_for(format::chunk_mode::coded, shape.zero_mask != nullptr);
   for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = t.exponent[i];
   h.escapes = static_cast<std::uint32_t>(escapes);
   format::write_chunk_header(out, h);
@@ -266,7 +266,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint6
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems, at = b * format::group_elems;
-    const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
+    const unsigned lanes = format::group_lanes(m, g);
     const unsigned k = G::encode(in + first * L::elem_size, lanes, lut, planes + b * G::P * 4,
                                  words + at * L::word_bytes, bytes + at, esc);
     if (static_cast<std::int64_t>(n_esc + k) > budget) return write_stored_chunk<E>(in, m, checksum, out, shape);
@@ -302,7 +302,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
-    const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
     for (std::uint64_t i = 0; i < lanes; ++i)
       ++part[i & 3][S::symbol(load_le<bits_type>(in + (first + i) * L::elem_size))];
   }
@@ -331,7 +331,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = static_cast<unsigned>(m - first < format::group_elems ? m - first : format::group_elems);
+    const unsigned lanes = format::group_lanes(m, g);
     at -= lanes;
     // the lanes are independent but for the order of their words: first find the lanes whose
     // state must give up a word (x >= ((state_low >> prob_bits) << 16) * f), then push those
@@ -345,7 +345,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
       push |= (std::uint64_t(x[l]) >= (std::uint64_t(freq[sym[l]]) << 20) ? 1u : 0u) << l;
     }
     for (std::uint32_t p = push; p != 0;) {
-      const unsigned l = rans::highest_bit(p);
+      const unsigned l = format::highest_bit(p);
       p &= ~(1u << l);
       if (top < stream_at + 2) return write_stored_chunk<E>(in, m, checksum, out, shape);
       top -= 2;
@@ -366,7 +366,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   const std::uint64_t size = RL::chunk_bytes(b, base, nsym, n_words);
   for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
   format::chunk_header h;
-  h.mode = shape.zero_mask != nullptr ? format::chunk_mode::zero_rans : format::chunk_mode::rans;
+  h.mode = mode_for(format::chunk_mode::rans, shape.zero_mask != nullptr);
   h.table[0] = static_cast<std::uint8_t>(nsym - 1);
   h.escapes = static_cast<std::uint32_t>(n_words);
   format::write_chunk_header(out, h);
@@ -453,7 +453,7 @@ ZIPCCL_HOST_DEVICE body_shape chunk_body(const format::chunk_header& r, std::uin
 // the mask, and a rANS chunk's table and states (format::chunk_check's `body` argument).
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t check_prefix(const format::chunk_header& r, const body_shape& body) {
-  if (format::mode_is_rans(r.mode)) return rans::layout<E>::words_offset(body.base, r.table[0] + 1u);
+  if (format::mode_is_rans(r.mode)) return rans::prefix_end(body.base, r.table[0] + 1u);
   return body.base;
 }
 
@@ -516,7 +516,7 @@ ZIPCCL_HOST_DEVICE void decode_stored_body(const std::uint8_t* chunk, std::uint6
   std::uint64_t pos = body.base;
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
-    const std::uint64_t lanes = m - first < format::group_elems ? m - first : format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
     if (in_zero_group(body, g)) {
       store_zeros<E>(out + first * L::elem_size, lanes);
       continue;
@@ -548,7 +548,7 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
   std::uint64_t next = 0, j = 0;  // the next stream word; the body's element
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = static_cast<unsigned>(m - first < format::group_elems ? m - first : format::group_elems);
+    const unsigned lanes = format::group_lanes(m, g);
     if (in_zero_group(body, g)) {
       store_zeros<E>(out + first * L::elem_size, lanes);
       continue;
@@ -565,7 +565,7 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
     j += lanes;
     for (; low != 0; low &= low - 1) {
       if (next == n_words) return status::corrupt;  // the stream ran out
-      const unsigned l = rans::lowest_bit(low);
+      const unsigned l = format::lowest_bit(low);
       x[l] = (x[l] << 16) | load_le<std::uint16_t>(stream + 2 * next++);
     }
   }
@@ -606,7 +606,7 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
   std::uint64_t used = 0, b = 0;  // b: the body's group
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems, at = b * format::group_elems;
-    const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
+    const unsigned lanes = format::group_lanes(m, g);
     if (in_zero_group(body, g)) {
       store_zeros<E>(out + first * L::elem_size, lanes);
       continue;

@@ -29,6 +29,7 @@
 #include "../error.hpp"
 #include "../format/bytes.hpp"
 #include "../format/layout.hpp"
+#include "../format/zero_mask.hpp"
 
 namespace zipccl::codec_detail::rans {
 
@@ -68,18 +69,23 @@ struct split {
 };
 
 // Section offsets of a body of b elements at `base` with `nsym` symbols and `words` stream words.
+// The table's bytes (padding included), and the end of the table and states: the chunk check
+// always covers the bytes before it.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t table_bytes(std::uint64_t nsym) {
+  return format::align_up(bitmap_bytes + 2 * nsym, format::alignment);
+}
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t prefix_end(std::uint64_t base, std::uint64_t nsym) {
+  return base + table_bytes(nsym) + states_bytes;
+}
+
 template <class E>
 struct layout {
-  ZIPCCL_HOST_DEVICE static constexpr std::uint64_t table_bytes(std::uint64_t nsym) {
-    return format::align_up(bitmap_bytes + 2 * nsym, format::alignment);
-  }
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t table_offset(std::uint64_t base) { return base; }
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t states_offset(std::uint64_t base, std::uint64_t nsym) {
     return base + table_bytes(nsym);
   }
-  // The end of the table and states: the chunk check always covers the bytes before it.
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t words_offset(std::uint64_t base, std::uint64_t nsym) {
-    return states_offset(base, nsym) + states_bytes;
+    return prefix_end(base, nsym);
   }
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t bytes_offset(std::uint64_t b, std::uint64_t base,
                                                                  std::uint64_t nsym) {
@@ -145,10 +151,7 @@ ZIPCCL_HOST_DEVICE std::uint32_t decode_step(const decode_table& t, std::uint32_
 // before it reports unsupported_mode).
 ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym) {
   std::uint64_t bits = 0, sum = 0;
-  for (std::uint64_t i = 0; i < bitmap_bytes; ++i) {
-    std::uint32_t v = p[i];
-    for (; v != 0; v &= v - 1) ++bits;
-  }
+  for (std::uint64_t i = 0; i < bitmap_bytes; ++i) bits += format::popcount8(p[i]);
   if (bits != nsym) return false;
   for (std::uint64_t k = 0; k < nsym; ++k) {
     const std::uint32_t f = load_le<std::uint16_t>(p + bitmap_bytes + 2 * k);
@@ -156,9 +159,9 @@ ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym) {
     sum += f;
   }
   if (sum != prob_total) return false;
-  for (std::uint64_t i = bitmap_bytes + 2 * nsym; i < format::align_up(bitmap_bytes + 2 * nsym, format::alignment); ++i)
+  for (std::uint64_t i = bitmap_bytes + 2 * nsym; i < table_bytes(nsym); ++i)
     if (p[i] != 0) return false;
-  const std::uint8_t* states = p + format::align_up(bitmap_bytes + 2 * nsym, format::alignment);
+  const std::uint8_t* states = p + table_bytes(nsym);
   for (unsigned l = 0; l < lanes; ++l)
     if (load_le<std::uint32_t>(states + 4 * l) < state_low) return false;
   return true;
@@ -173,24 +176,6 @@ ZIPCCL_HOST_DEVICE void read_table(const std::uint8_t* p, decode_table* t) {
     for (std::uint32_t j = 0; j < f; ++j) t->slot[cum + j] = ((f - 1u) << 20) | (j << 8) | s;
     cum += f;
   }
-}
-
-// The index of the lowest set bit of v (v != 0).
-ZIPCCL_HOST_DEVICE unsigned lowest_bit(std::uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<unsigned>(__ffs(v) - 1);
-#else
-  return static_cast<unsigned>(__builtin_ctz(v));
-#endif
-}
-
-// The index of the highest set bit of v (v != 0).
-ZIPCCL_HOST_DEVICE unsigned highest_bit(std::uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  return 31u - static_cast<unsigned>(__clz(v));
-#else
-  return 31u - static_cast<unsigned>(__builtin_clz(v));
-#endif
 }
 
 // Exact x / f and x % f for x < 2^32 and 1 <= f <= 4096 without a division: inv = ceil(2^32 / f)
@@ -216,7 +201,7 @@ struct divisor {
 
 // Writes the table of freq (nsym present symbols) at p, padding included.
 ZIPCCL_HOST_DEVICE void write_table(const std::uint32_t* freq, std::uint64_t nsym, std::uint8_t* p) {
-  for (std::uint64_t i = 0; i < format::align_up(bitmap_bytes + 2 * nsym, format::alignment); ++i) p[i] = 0;
+  for (std::uint64_t i = 0; i < table_bytes(nsym); ++i) p[i] = 0;
   std::uint64_t k = 0;
   for (unsigned s = 0; s < symbols; ++s) {
     if (freq[s] == 0) continue;

@@ -111,7 +111,7 @@ class block_encode {
     for (std::uint64_t q = content_end + t; q < size_; q += Threads) dst[q] = 0;
     if (t == 0) {
       format::chunk_header h;
-      h.mode = codec_detail::mode_for(codec_detail::body_shape{base_, body_elems_, masked_ ? dst + 16 : nullptr}, coded_);
+      h.mode = codec_detail::mode_for(coded_ ? format::chunk_mode::coded : format::chunk_mode::stored, masked_);
       if (coded_)
         for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = s_.table[i];
       h.escapes = coded_ ? static_cast<std::uint32_t>(escapes_) : 0u;

@@ -28,4 +28,20 @@ ZIPCCL_HOST_DEVICE constexpr std::uint64_t align_up(std::uint64_t v, std::uint64
   return (v + (a - 1)) / a * a;
 }
 
+// The index of the lowest / highest set bit of v (v != 0), for host and device code.
+ZIPCCL_HOST_DEVICE unsigned lowest_bit(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned>(__ffs(v) - 1);
+#else
+  return static_cast<unsigned>(__builtin_ctz(v));
+#endif
+}
+ZIPCCL_HOST_DEVICE unsigned highest_bit(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return 31u - static_cast<unsigned>(__clz(v));
+#else
+  return 31u - static_cast<unsigned>(__builtin_clz(v));
+#endif
+}
+
 }  // namespace zipccl::format

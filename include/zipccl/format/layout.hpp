@@ -58,6 +58,11 @@ ZIPCCL_HOST_DEVICE constexpr std::uint64_t body_offset(std::uint64_t m, bool zer
   return zero_mask ? chunk_header_bytes + zero_mask_bytes(m) : chunk_header_bytes;
 }
 
+// Lanes of 32-element (plane) group g of a chunk of m elements: 32, or fewer in the last group.
+ZIPCCL_HOST_DEVICE constexpr unsigned group_lanes(std::uint64_t m, std::uint64_t g) {
+  return m - g * group_elems < group_elems ? static_cast<unsigned>(m - g * group_elems) : group_elems;
+}
+
 ZIPCCL_HOST_DEVICE constexpr bool valid_chunk_elems(std::uint64_t c) {
   return c >= min_chunk_elems && c <= max_chunk_elems && c % chunk_granularity == 0;
 }

@@ -96,7 +96,7 @@ status decode_coded_body(const std::uint8_t* chunk, std::uint64_t m, const forma
   std::uint64_t used = 0, b = 0;  // b: the body's group
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems, at = b * format::group_elems;
-    const unsigned lanes = static_cast<unsigned>(m - first < 32 ? m - first : 32);
+    const unsigned lanes = format::group_lanes(m, g);
     if (codec_detail::in_zero_group(body, g)) {
       std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
       continue;
@@ -119,7 +119,7 @@ status decode_coded_body(const std::uint8_t* chunk, std::uint64_t m, const forma
       for (; esc != 0; esc &= esc - 1) {
         const std::uint32_t e = escapes[used++];
         if (e >= E::exponent_count) return status::corrupt;
-        e8[__builtin_ctz(esc)] = static_cast<std::uint8_t>(e);
+        e8[format::lowest_bit(esc)] = static_cast<std::uint8_t>(e);
       }
       exp = _mm256_load_si256(reinterpret_cast<const __m256i*>(e8));
     }
