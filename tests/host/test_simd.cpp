@@ -58,6 +58,13 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
         if ((i / 128) % 2 == 1 || i + 40 >= m) sparse[i] = 0;
       compare_paths<TestType>(sparse, checksum, true);
       compare_paths<TestType>(sparse, checksum, false);
+      // one value (rANS: a single symbol of frequency 4096, never renormalising), and that value
+      // with one element of another exponent (frequency 1)
+      using bits_type = typename TestType::bits_type;
+      std::vector<bits_type> flat(m, static_cast<bits_type>(0x3C00u));
+      compare_paths<TestType>(flat, checksum);
+      flat[m / 2] = static_cast<bits_type>(0x0C01u);
+      compare_paths<TestType>(flat, checksum);
     }
   // every bit pattern, in one chunk
   if constexpr (sizeof(typename TestType::bits_type) == 2) {

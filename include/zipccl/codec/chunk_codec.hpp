@@ -283,20 +283,43 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint6
   return encode_chunk<E>(in, m, t, checksum, out, dense_body(m));
 }
 
-// Encodes one chunk of m elements with rANS (codec/rans.hpp) into out, which must hold
-// stored_bytes(m); the body per `shape`. Falls back to a stored body when the rANS body would not
-// be strictly smaller. Returns the chunk's size.
+// What every rANS encoder of a chunk works from: the body's frequencies and their cumulative
+// starts, the number of symbols present, where the stream begins and the highest address its words
+// may reach (16 bytes below a stored body's end: a rANS body must be strictly smaller).
+struct rans_plan {
+  std::uint32_t freq[rans::symbols], cum[rans::symbols];
+  std::uint64_t nsym = 0, stream_at = 0, cap = 0;
+};
+
+// The plan from the body's symbol counts. False when even an empty stream would not beat a stored
+// body.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
-                                                   std::uint8_t* out, const body_shape& shape) {
+ZIPCCL_HOST_DEVICE bool finish_rans_plan(const std::uint32_t* counts, const body_shape& shape, rans_plan* plan) {
+  using L = format::chunk_layout<E>;
+  const std::uint64_t b = shape.elems, base = shape.base;
+  rans::normalize(counts, b, plan->freq);
+  plan->nsym = 0;
+  for (unsigned k = 0, c = 0; k < rans::symbols; c += plan->freq[k], ++k) {
+    plan->cum[k] = c;
+    plan->nsym += plan->freq[k] != 0;
+  }
+  const std::uint64_t stored = L::stored_bytes(b, base);
+  plan->stream_at = rans::layout<E>::stream_offset(b, base, plan->nsym);
+  if (plan->stream_at + format::alignment > stored) return false;
+  plan->cap = stored - format::alignment;
+  return true;
+}
+
+// Counts the body's symbols and normalises them (rans::normalize). False when even an empty
+// stream would not beat a stored body.
+template <class E>
+ZIPCCL_HOST_DEVICE bool plan_rans_chunk(const std::uint8_t* in, std::uint64_t m, const body_shape& shape,
+                                        rans_plan* plan) {
   using L = format::chunk_layout<E>;
   using S = rans::split<E>;
-  using RL = rans::layout<E>;
   using bits_type = typename E::bits_type;
-  const std::uint64_t b = shape.elems, base = shape.base;
-  if (b == 0) return write_stored_chunk<E>(in, m, checksum, out, shape);
-  std::uint32_t counts[rans::symbols], freq[rans::symbols], cum[rans::symbols];
-  rans::divisor div[rans::symbols];
+  if (shape.elems == 0) return false;
+  std::uint32_t counts[rans::symbols];
   // four partial histograms: a few hot symbols would otherwise serialise on one counter
   std::uint32_t part[4][rans::symbols] = {};
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
@@ -307,60 +330,21 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
       ++part[i & 3][S::symbol(load_le<bits_type>(in + (first + i) * L::elem_size))];
   }
   for (unsigned k = 0; k < rans::symbols; ++k) counts[k] = part[0][k] + part[1][k] + part[2][k] + part[3][k];
-  rans::normalize(counts, b, freq);
-  std::uint64_t nsym = 0;
-  for (unsigned k = 0, c = 0; k < rans::symbols; c += freq[k], ++k) {
-    cum[k] = c;
-    nsym += freq[k] != 0;
-    div[k] = rans::divisor::of(freq[k]);
-  }
-  // The stream must end at least 16 bytes before a stored body would; words are pushed downwards
-  // from there (the decoder reads them upwards) and moved into place at the end.
-  const std::uint64_t stored = L::stored_bytes(b, base);
-  const std::uint64_t stream_at = RL::stream_offset(b, base, nsym);
-  if (stream_at + format::alignment > stored) return write_stored_chunk<E>(in, m, checksum, out, shape);
-  const std::uint64_t cap = stored - format::alignment;
-  std::uint64_t top = cap;
-  std::uint8_t* words = out + RL::words_offset(base, nsym);
-  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
-  std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
-  // backwards over the body (lane l of a body group is lane l of its chunk group), writing the
-  // rest sections on the way
-  std::uint64_t at = b;  // one past the body group's last element
-  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
-    if (in_zero_group(shape, g)) continue;
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    at -= lanes;
-    // the lanes are independent but for the order of their words: first find the lanes whose
-    // state must give up a word (x >= ((state_low >> prob_bits) << 16) * f), then push those
-    // words, highest lane first, then code every lane
-    std::uint32_t sym[rans::lanes], push = 0;
-    for (unsigned l = 0; l < lanes; ++l) {
-      const bits_type v = load_le<bits_type>(in + (first + l) * L::elem_size);
-      sym[l] = S::symbol(v);
-      bytes[at + l] = static_cast<std::uint8_t>(S::byte(v));
-      if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * (at + l), static_cast<std::uint16_t>(S::word(v)));
-      push |= (std::uint64_t(x[l]) >= (std::uint64_t(freq[sym[l]]) << 20) ? 1u : 0u) << l;
-    }
-    for (std::uint32_t p = push; p != 0;) {
-      const unsigned l = format::highest_bit(p);
-      p &= ~(1u << l);
-      if (top < stream_at + 2) return write_stored_chunk<E>(in, m, checksum, out, shape);
-      top -= 2;
-      store_le<std::uint16_t>(out + top, static_cast<std::uint16_t>(x[l] & 0xFFFFu));
-      x[l] >>= 16;
-    }
-    for (unsigned l = 0; l < lanes; ++l) {
-      std::uint32_t q, r;
-      div[sym[l]].divide(x[l], &q, &r);
-      x[l] = (q << rans::prob_bits) + r + cum[sym[l]];
-    }
-  }
-  const std::uint64_t n_words = (cap - top) / 2;
-  for (std::uint64_t i = 0; i < 2 * n_words; ++i) out[stream_at + i] = out[top + i];  // down: never overlaps wrongly
-  rans::write_table(freq, nsym, out + RL::table_offset(base));
+  return finish_rans_plan<E>(counts, shape, plan);
+}
+
+// Finishes a rANS chunk whose encoder left the final states in x and its stream words in
+// [top, plan.cap) (pushed downwards, so in the decoder's order): moves the words down to the
+// stream's place and writes the table, the states, the padding, the header and the chunk check.
+// The rest sections are the encoder's. Returns the chunk's size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t seal_rans_chunk(const rans_plan& plan, const std::uint32_t* x, std::uint64_t top,
+                                                 bool checksum, std::uint8_t* out, const body_shape& shape) {
+  using RL = rans::layout<E>;
+  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
+  const std::uint64_t n_words = (plan.cap - top) / 2;
+  for (std::uint64_t i = 0; i < 2 * n_words; ++i) out[plan.stream_at + i] = out[top + i];  // down: never overlaps wrongly
+  rans::write_table(plan.freq, nsym, out + RL::table_offset(base));
   for (unsigned l = 0; l < rans::lanes; ++l) store_le<std::uint32_t>(out + RL::states_offset(base, nsym) + 4 * l, x[l]);
   const std::uint64_t end = RL::content_end(b, base, nsym, n_words);
   const std::uint64_t size = RL::chunk_bytes(b, base, nsym, n_words);
@@ -372,6 +356,75 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   format::write_chunk_header(out, h);
   format::store_chunk_check(out, format::chunk_check(out, size, checksum, RL::words_offset(base, nsym)));
   return size;
+}
+
+// Codes one group of `lanes` elements at `in` into the lanes' states x (the encoder runs backwards
+// over the body), writing the group's rest sections at bytes and words (fp32) and pushing stream
+// words downwards from *top. The lanes are independent but for the order of their words: first
+// find the lanes whose state must give up a word (x >= ((state_low >> prob_bits) << 16) * f), push
+// those words, highest lane first, then code every lane. False when the stream would reach below
+// plan.stream_at.
+template <class E>
+ZIPCCL_HOST_DEVICE bool encode_rans_group(const rans_plan& plan, const rans::divisor* div, const std::uint8_t* in,
+                                          unsigned lanes, std::uint32_t* x, std::uint64_t* top, std::uint8_t* words,
+                                          std::uint8_t* bytes, std::uint8_t* out) {
+  using S = rans::split<E>;
+  using bits_type = typename E::bits_type;
+  std::uint32_t sym[rans::lanes], push = 0;
+  for (unsigned l = 0; l < lanes; ++l) {
+    const bits_type v = load_le<bits_type>(in + l * sizeof(bits_type));
+    sym[l] = S::symbol(v);
+    bytes[l] = static_cast<std::uint8_t>(S::byte(v));
+    if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * l, static_cast<std::uint16_t>(S::word(v)));
+    push |= (std::uint64_t(x[l]) >= (std::uint64_t(plan.freq[sym[l]]) << 20) ? 1u : 0u) << l;
+  }
+  for (std::uint32_t p = push; p != 0;) {
+    const unsigned l = format::highest_bit(p);
+    p &= ~(1u << l);
+    if (*top < plan.stream_at + 2) return false;
+    *top -= 2;
+    store_le<std::uint16_t>(out + *top, static_cast<std::uint16_t>(x[l] & 0xFFFFu));
+    x[l] >>= 16;
+  }
+  for (unsigned l = 0; l < lanes; ++l) {
+    std::uint32_t q, r;
+    div[sym[l]].divide(x[l], &q, &r);
+    x[l] = (q << rans::prob_bits) + r + plan.cum[sym[l]];
+  }
+  return true;
+}
+
+// Encodes one chunk of m elements with rANS (codec/rans.hpp) into out, which must hold
+// stored_bytes(m); the body per `shape`. Falls back to a stored body when the rANS body would not
+// be strictly smaller. Returns the chunk's size.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+                                                   std::uint8_t* out, const body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using RL = rans::layout<E>;
+  rans_plan plan;
+  if (!plan_rans_chunk<E>(in, m, shape, &plan)) return write_stored_chunk<E>(in, m, checksum, out, shape);
+  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
+  rans::divisor div[rans::symbols];
+  for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+  // words are pushed downwards from plan.cap (the decoder reads them upwards) and moved into
+  // place at the end
+  std::uint64_t top = plan.cap;
+  std::uint8_t* words = out + RL::words_offset(base, nsym);
+  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
+  std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+  // backwards over the body (lane l of a body group is lane l of its chunk group)
+  std::uint64_t at = b;  // one past the body group's last element
+  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
+    if (in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    at -= lanes;
+    if (!encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top, words + 2 * at, bytes + at, out))
+      return write_stored_chunk<E>(in, m, checksum, out, shape);
+  }
+  return seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
 }
 
 // The whole reference encoder for one chunk: its shape (zero mask or not), the policy's table
@@ -526,6 +579,32 @@ ZIPCCL_HOST_DEVICE void decode_stored_body(const std::uint8_t* chunk, std::uint6
   }
 }
 
+// Decodes one group of `lanes` elements of a rANS body from the lanes' states x and the group's
+// rest sections at bytes and words (fp32) into out, taking stream words from stream[*next] on
+// (n_words in all). The lanes' steps are independent; only their words come in lane order, so
+// decode all lanes first and then hand the words to the lanes that fell below 2^16. False when
+// the stream runs out.
+template <class E>
+ZIPCCL_HOST_DEVICE bool decode_rans_group(const rans::decode_table& t, unsigned lanes, std::uint32_t* x,
+                                          const std::uint8_t* words, const std::uint8_t* bytes,
+                                          const std::uint8_t* stream, std::uint64_t n_words, std::uint64_t* next,
+                                          std::uint8_t* out) {
+  using S = rans::split<E>;
+  std::uint32_t low = 0;
+  for (unsigned l = 0; l < lanes; ++l) {
+    const std::uint32_t sym = rans::decode_step(t, &x[l]);
+    low |= (x[l] < rans::state_low ? 1u : 0u) << l;
+    const std::uint32_t word = S::word_bytes ? load_le<std::uint16_t>(words + 2 * l) : 0u;
+    store_le<typename E::bits_type>(out + l * sizeof(typename E::bits_type), S::join(sym, bytes[l], word));
+  }
+  for (; low != 0; low &= low - 1) {
+    if (*next == n_words) return false;
+    const unsigned l = format::lowest_bit(low);
+    x[l] = (x[l] << 16) | load_le<std::uint16_t>(stream + 2 * (*next)++);
+  }
+  return true;
+}
+
 // Decodes the rANS body of a chunk that passed check_chunk (codec/rans.hpp). Every stream word
 // is read at most once and inside the chunk (check_chunk_header bounds the word count by the
 // span); a table that breaks its rules, a stream that runs out or is left over, or a lane that
@@ -534,7 +613,6 @@ template <class E>
 ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                                            const body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
-  using S = rans::split<E>;
   using RL = rans::layout<E>;
   const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
@@ -553,21 +631,10 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
       store_zeros<E>(out + first * L::elem_size, lanes);
       continue;
     }
-    // the lanes' steps are independent; only their words come in lane order, so decode all
-    // lanes first and then hand the words to the lanes that fell below 2^16
-    std::uint32_t low = 0;
-    for (unsigned l = 0; l < lanes; ++l) {
-      const std::uint32_t sym = rans::decode_step(t, &x[l]);
-      low |= (x[l] < rans::state_low ? 1u : 0u) << l;
-      const std::uint32_t word = S::word_bytes ? load_le<std::uint16_t>(words + 2 * (j + l)) : 0u;
-      store_le<typename E::bits_type>(out + (first + l) * L::elem_size, S::join(sym, bytes[j + l], word));
-    }
+    if (!decode_rans_group<E>(t, lanes, x, words + 2 * j, bytes + j, stream, n_words, &next,
+                              out + first * L::elem_size))
+      return status::corrupt;
     j += lanes;
-    for (; low != 0; low &= low - 1) {
-      if (next == n_words) return status::corrupt;  // the stream ran out
-      const unsigned l = format::lowest_bit(low);
-      x[l] = (x[l] << 16) | load_le<std::uint16_t>(stream + 2 * next++);
-    }
   }
   if (next != n_words) return status::corrupt;
   for (unsigned l = 0; l < rans::lanes; ++l)

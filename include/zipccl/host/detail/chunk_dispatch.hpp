@@ -16,6 +16,7 @@
 #endif
 #if ZIPCCL_HAS_AVX2
 #include "avx2.hpp"
+#include "avx2_rans.hpp"
 #endif
 
 namespace zipccl::host::detail {
@@ -28,7 +29,11 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
   const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
   if constexpr (codebook::is_entropy_v<Policy>) {
     (void)policy;
+#if ZIPCCL_HAS_AVX2
+    return avx2::rans_simd::encode_rans_chunk<E>(in, m, checksum, out, shape);
+#else
     return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+#endif
   } else {
 #if ZIPCCL_HAS_AVX512
   // the vector path codes whole chunks; chunks with a zero mask take the reference path
@@ -49,16 +54,18 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
   if (span < format::chunk_header_bytes || chunk[0] <= 1u) return avx512::decode_chunk<E>(chunk, span, m, checksum, out);
 #endif
 #if ZIPCCL_HAS_AVX2
-  // the AVX2 path decodes coded chunks, with or without a zero mask, after the reference's checks
-  if (span >= format::chunk_header_bytes && (chunk[0] == 1u || chunk[0] == 3u)) {
+  // the AVX2 paths decode coded and rANS chunks, with or without a zero mask, after the
+  // reference's checks
+  if (span >= format::chunk_header_bytes && chunk[0] != 0u && chunk[0] != 2u) {
     format::chunk_header h;
     codec_detail::body_shape body;
     const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h, &body);
     if (st != status::success) return st;
+    if (format::mode_is_rans(h.mode)) return avx2::rans_simd::decode_rans_body<E>(chunk, m, h, body, out);
     return avx2::decode_coded_body<E>(chunk, m, h, body, out);
   }
 #endif
-  // stored chunks, and rANS: the reference
+  // stored chunks: the reference
   return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
 }
 

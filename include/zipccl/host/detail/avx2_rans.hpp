@@ -1,0 +1,368 @@
+// zipccl: AVX2 encoder and decoder of rANS chunks (codebook::entropy), on x86 CPUs with AVX2.
+//
+// The 32 lanes of a chunk's rANS body (codec/rans.hpp) are four registers of eight 32-bit states.
+// One step of a register:
+//   decoder  slot = x & 4095; one gather of the slot words; x = freq * (x >> 12) + offset; the
+//            lanes that fell below 2^16 take the next words of the stream in lane order: one
+//            16-byte load, and a lane permutation from a 256-entry table indexed by the lanes' mask.
+//   encoder  two gathers of the symbols' (freq, cum) and reciprocals; the lanes at or above
+//            freq << 20 give up their low 16 bits, which one byte shuffle from a 256-entry table
+//            packs in lane order at the top of 16 bytes, stored just below the stream's current
+//            start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply
+//            and one correction step.
+// Registers are taken in the order the reference takes lanes (the decoder lane 0 first, the
+// encoder lane 31 first), so the words land where the reference puts them. Short groups, groups
+// near the end of the stream and chunks whose stream comes close to the stored size go through
+// the reference's own group functions, so the bytes out of the encoder, and the values and
+// statuses out of the decoder, are those of codec_detail (test_host_simd compares them).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../../codec/chunk_codec.hpp"
+#include "../../codec/rans.hpp"
+#include "../../element.hpp"
+#include "../../error.hpp"
+#include "../../format/chunk.hpp"
+
+namespace zipccl::host::detail::avx2::rans_simd {
+
+namespace rans = codec_detail::rans;
+
+// The two lane-mask tables: for the encoder, the byte shuffle that moves the 16-bit words of the
+// masked lanes (of eight, in lane order) to the top of 16 bytes; for the decoder, per lane the
+// rank of that lane among the masked ones, three bits per lane (a vpermd index).
+struct mask_tables {
+  alignas(16) std::uint8_t pack[256][16];
+  std::uint32_t spread[256];
+  mask_tables() {
+    for (unsigned mask = 0; mask < 256; ++mask) {
+      const unsigned n = static_cast<unsigned>(__builtin_popcount(mask));
+      for (unsigned i = 0; i < 16; ++i) pack[mask][i] = 0x80;
+      std::uint32_t ranks = 0;
+      for (unsigned l = 0, k = 0; l < 8; ++l) {
+        if (!((mask >> l) & 1u)) continue;
+        pack[mask][2 * (8 - n + k)] = static_cast<std::uint8_t>(2 * l);
+        pack[mask][2 * (8 - n + k) + 1] = static_cast<std::uint8_t>(2 * l + 1);
+        ranks |= k << (3 * l);
+        ++k;
+      }
+      spread[mask] = ranks;
+    }
+  }
+};
+
+inline const mask_tables& tables() {
+  static const mask_tables t;
+  return t;
+}
+
+// The high 32 bits of the eight products a * b (unsigned).
+inline __m256i mulhi_epu32(__m256i a, __m256i b) {
+  const __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(a, b), 32);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32));
+  return _mm256_blend_epi32(even, odd, 0xAA);
+}
+
+// Unsigned a > b per 32-bit lane.
+inline __m256i cmpgt_epu32(__m256i a, __m256i b) {
+  const __m256i flip = _mm256_set1_epi32(static_cast<int>(0x80000000u));
+  return _mm256_cmpgt_epi32(_mm256_xor_si256(a, flip), _mm256_xor_si256(b, flip));
+}
+
+// Eight 32-bit lanes (each below 2^16) of a and of b as sixteen 16-bit values in lane order.
+inline __m256i pack_u16(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+}
+
+// A full group of 32 elements at `in`: the symbols as four registers of eight lanes, and the
+// group's rest sections written at bytes (32) and words (fp32: 32 x u16).
+template <class E>
+inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t* bytes, std::uint8_t* words) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    __m256i rest[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      sym[k] = _mm256_and_si256(_mm256_srli_epi32(v, 23), _mm256_set1_epi32(0xFF));
+      rest[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(v, 24), _mm256_set1_epi32(0x80)),
+                                _mm256_and_si256(_mm256_srli_epi32(v, 16), _mm256_set1_epi32(0x7F)));
+      if (k % 2 == 1) {
+        const __m256i lo = _mm256_and_si256(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * (k - 1))), _mm256_set1_epi32(0xFFFF));
+        const __m256i hi = _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 16 * (k - 1)), pack_u16(lo, hi));
+      }
+    }
+    const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(rest[0], rest[1]), _mm256_packus_epi32(rest[2], rest[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
+                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  } else {
+    (void)words;
+    __m256i s16[2], r16[2];
+    for (int k = 0; k < 2; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      if constexpr (std::is_same_v<E, bf16>) {
+        s16[k] = _mm256_and_si256(_mm256_srli_epi16(v, 7), _mm256_set1_epi16(0xFF));
+        r16[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 8), _mm256_set1_epi16(0x80)),
+                                 _mm256_and_si256(v, _mm256_set1_epi16(0x7F)));
+      } else {
+        s16[k] = _mm256_srli_epi16(v, 8);
+        r16[k] = _mm256_and_si256(v, _mm256_set1_epi16(0xFF));
+      }
+      sym[2 * k] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(s16[k]));
+      sym[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(s16[k], 1));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
+                        _mm256_permute4x64_epi64(_mm256_packus_epi16(r16[0], r16[1]), 0xD8));
+  }
+}
+
+// The symbols of a full group of 32 elements at `in`, one byte each, in lane order.
+template <class E>
+inline __m256i group_symbols(const std::uint8_t* in) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    __m256i s[4];
+    for (int k = 0; k < 4; ++k)
+      s[k] = _mm256_and_si256(_mm256_srli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k)), 23),
+                              _mm256_set1_epi32(0xFF));
+    const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(s[0], s[1]), _mm256_packus_epi32(s[2], s[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  } else {
+    __m256i s[2];
+    for (int k = 0; k < 2; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      if constexpr (std::is_same_v<E, bf16>) s[k] = _mm256_and_si256(_mm256_srli_epi16(v, 7), _mm256_set1_epi16(0xFF));
+      else s[k] = _mm256_srli_epi16(v, 8);
+    }
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(s[0], s[1]), 0xD8);
+  }
+}
+
+// codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (eight partial
+// histograms, so that a hot symbol does not wait on its own counter).
+template <class E>
+inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
+                            codec_detail::rans_plan* plan) {
+  using L = format::chunk_layout<E>;
+  if (shape.elems == 0) return false;
+  std::uint32_t part[8][rans::symbols] = {};
+  alignas(32) std::uint8_t sym[32];
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    if (codec_detail::in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    if (lanes == rans::lanes) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sym), group_symbols<E>(in + first * L::elem_size));
+      for (unsigned i = 0; i < 32; i += 8)
+        for (unsigned k = 0; k < 8; ++k) ++part[k][sym[i + k]];
+    } else {
+      for (unsigned i = 0; i < lanes; ++i)
+        ++part[i & 7][rans::split<E>::symbol(format::load_le<typename E::bits_type>(in + (first + i) * L::elem_size))];
+    }
+  }
+  std::uint32_t counts[rans::symbols];
+  for (unsigned s = 0; s < rans::symbols; ++s) {
+    std::uint32_t c = 0;
+    for (unsigned k = 0; k < 8; ++k) c += part[k][s];
+    counts[s] = c;
+  }
+  return codec_detail::finish_rans_plan<E>(counts, shape, plan);
+}
+
+// Elements of eight lanes from their symbols and rest sections (bytes: 8, words: fp32 8 x u16),
+// as 32-bit values (bf16, fp16: the element in the low half).
+template <class E>
+inline __m256i join_lanes(__m256i sym, const std::uint8_t* bytes, const std::uint8_t* words) {
+  std::uint64_t b8;
+  std::memcpy(&b8, bytes, 8);
+  const __m256i r = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(b8)));
+  if constexpr (std::is_same_v<E, fp32>) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(words)));
+    return _mm256_or_si256(
+        _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x80)), 24), _mm256_slli_epi32(sym, 23)),
+        _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x7F)), 16), w));
+  } else if constexpr (std::is_same_v<E, bf16>) {
+    (void)words;
+    return _mm256_or_si256(
+        _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x80)), 8), _mm256_slli_epi32(sym, 7)),
+        _mm256_and_si256(r, _mm256_set1_epi32(0x7F)));
+  } else {
+    (void)words;
+    return _mm256_or_si256(_mm256_slli_epi32(sym, 8), r);
+  }
+}
+
+template <class E>
+inline void store_group(std::uint8_t* out, const __m256i (&v)[4]) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    for (int k = 0; k < 4; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k), v[k]);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), pack_u16(v[0], v[1]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32), pack_u16(v[2], v[3]));
+  }
+}
+
+inline void load_states(const std::uint32_t* x, __m256i (&v)[4]) {
+  for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 8 * k));
+}
+inline void store_states(const __m256i (&v)[4], std::uint32_t* x) {
+  for (int k = 0; k < 4; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 8 * k), v[k]);
+}
+
+// The encoder's view of the table: per symbol freq | cum << 16 and the reciprocal
+// floor(2^32 / freq) (2^32 - 1 for freq 1), with which (x * rcp) >> 32 is x / freq or one less.
+struct encode_table {
+  std::uint32_t freq_cum[rans::symbols];
+  std::uint32_t rcp[rans::symbols];
+  explicit encode_table(const codec_detail::rans_plan& plan) {
+    for (unsigned s = 0; s < rans::symbols; ++s) {
+      const std::uint32_t f = plan.freq[s];
+      freq_cum[s] = f | (plan.cum[s] << 16);
+      rcp[s] = f == 0 ? 0u : f == 1 ? 0xFFFFFFFFu : static_cast<std::uint32_t>((std::uint64_t(1) << 32) / f);
+    }
+  }
+};
+
+// Encodes one chunk (codec_detail::encode_rans_chunk's bytes).
+template <class E>
+std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+                                const codec_detail::body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using RL = rans::layout<E>;
+  codec_detail::rans_plan plan;
+  if (!plan_chunk<E>(in, m, shape, &plan))
+    return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
+  const encode_table et(plan);
+  const mask_tables& mt = tables();
+  rans::divisor div[rans::symbols];  // for the short group only
+  std::uint64_t top = plan.cap;
+  std::uint8_t* words = out + RL::words_offset(base, nsym);
+  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
+  alignas(32) std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+  __m256i X[4];
+  load_states(x, X);
+  const __m256i lo16 = _mm256_set1_epi32(0xFFFF), one = _mm256_set1_epi32(1);
+  const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                             0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  std::uint64_t at = b;
+  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
+    if (codec_detail::in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    at -= lanes;
+    if (lanes < rans::lanes) {  // the chunk's short last group, coded first
+      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+      store_states(X, x);
+      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top, words + 2 * at,
+                                              bytes + at, out))
+        return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+      load_states(x, X);
+      continue;
+    }
+    // a group pushes at most 64 bytes, each register's store reaches 16 bytes below the stream's
+    // start: too close to the rest sections, the reference decides (and writes) the chunk
+    if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+    __m256i sym[4];
+    split_group<E>(in + first * L::elem_size, sym, bytes + at, words + 2 * at);
+    for (int k = 3; k >= 0; --k) {
+      const __m256i fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
+      const __m256i rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
+      const __m256i f = _mm256_and_si256(fc, lo16), cum = _mm256_srli_epi32(fc, 16);
+      // push where x >= f << 20 (f = 4096 never pushes: (f << 20) - 1 wraps to 2^32 - 1)
+      const __m256i push = cmpgt_epu32(X[k], _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one));
+      const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(push)));
+      // (no branch on the mask: whether a register pushes is close to a coin toss)
+      const __m256i lw = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(X[k], low_words), 0x08);
+      const __m128i packed = _mm_shuffle_epi8(_mm256_castsi256_si128(lw),
+                                              _mm_load_si128(reinterpret_cast<const __m128i*>(mt.pack[mask])));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + top - 16), packed);
+      top -= 2 * static_cast<unsigned>(_mm_popcnt_u32(mask));
+      X[k] = _mm256_blendv_epi8(X[k], _mm256_srli_epi32(X[k], 16), push);
+      // x = q << 12 + r + cum with q = x / f, r = x % f
+      __m256i q = mulhi_epu32(X[k], rcp);
+      __m256i r = _mm256_sub_epi32(X[k], _mm256_mullo_epi32(q, f));
+      const __m256i over = _mm256_cmpgt_epi32(r, _mm256_sub_epi32(f, one));
+      q = _mm256_sub_epi32(q, over);
+      r = _mm256_sub_epi32(r, _mm256_and_si256(over, f));
+      X[k] = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(q, rans::prob_bits), r), cum);
+    }
+  }
+  store_states(X, x);
+  return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+}
+
+// Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
+// values and statuses).
+template <class E>
+status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                        const codec_detail::body_shape& body, std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  using RL = rans::layout<E>;
+  const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
+  if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
+  rans::decode_table t;
+  rans::read_table(chunk + RL::table_offset(base), &t);
+  const mask_tables& mt = tables();
+  alignas(32) std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = format::load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
+  __m256i X[4];
+  load_states(x, X);
+  const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
+  const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base, nsym);
+  const std::uint8_t* stream = chunk + RL::stream_offset(b, base, nsym);
+  const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
+  const __m256i fff = _mm256_set1_epi32(0xFFF), ff = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+  std::uint64_t next = 0, j = 0;
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    if (codec_detail::in_zero_group(body, g)) {
+      std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
+      continue;
+    }
+    // at most one word per lane: a group with fewer than 32 words left (or a short group) goes
+    // through the reference's steps, which check every word
+    if (lanes < rans::lanes || n_words - next < rans::lanes) {
+      store_states(X, x);
+      if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + 2 * j, bytes + j, stream, n_words, &next,
+                                              out + first * L::elem_size))
+        return status::corrupt;
+      load_states(x, X);
+      j += lanes;
+      continue;
+    }
+    __m256i v[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
+      const __m256i f = _mm256_add_epi32(_mm256_srli_epi32(e, 20), one);
+      const __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srli_epi32(X[k], rans::prob_bits)),
+                                    _mm256_and_si256(_mm256_srli_epi32(e, 8), fff));
+      const __m256i low = _mm256_cmpeq_epi32(_mm256_srli_epi32(x1, 16), zero);
+      const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(low)));
+      // (no branch on the mask: whether a register takes words is close to a coin toss)
+      const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(stream + 2 * next)));
+      const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(mt.spread[mask])), shifts);
+      const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
+      X[k] = _mm256_blendv_epi8(x1, fill, low);
+      next += static_cast<unsigned>(_mm_popcnt_u32(mask));
+      v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + j + 8 * k, words + 2 * (j + 8 * k));
+    }
+    store_group<E>(out + first * L::elem_size, v);
+    j += lanes;
+  }
+  if (next != n_words) return status::corrupt;
+  store_states(X, x);
+  for (unsigned l = 0; l < rans::lanes; ++l)
+    if (x[l] != rans::state_low) return status::corrupt;
+  return status::success;
+}
+
+}  // namespace zipccl::host::detail::avx2::rans_simd
