@@ -66,6 +66,10 @@ roundtrip)
   one_line_error "$zipccl" decompress --no-zero-groups s.zpc s.back
   check "'$zipccl' compress --dtype bf16 --codebook fixed --window 120 x.bf16 w.zpc >/dev/null"
   check "'$zipccl' decompress --threads 3 w.zpc w.back >/dev/null && cmp -s x.bf16 w.back"
+  # --repeat: the same stream and the same elements as one call, the fastest call's time
+  check "'$zipccl' compress --dtype fp16 --codebook entropy --repeat 4 --json x.fp16 r.zpc | grep -q '\"seconds\":[0-9]'"
+  check "'$zipccl' compress --dtype fp16 --codebook entropy x.fp16 r1.zpc >/dev/null && cmp -s r.zpc r1.zpc"
+  check "'$zipccl' decompress --repeat 3 r.zpc r.back >/dev/null && cmp -s x.fp16 r.back"
   ;;
 npy)
   check "'$zipccl' compress x16.npy x16.zpc >/dev/null"
@@ -119,6 +123,9 @@ errors)
   one_line_error "$zipccl" compress --dtype bf16 --chunk 1000 x.bf16 out.zpc
   one_line_error "$zipccl" compress --dtype bf16 --threads 0 x.bf16 out.zpc
   one_line_error "$zipccl" compress --dtype bf16 --threads many x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --repeat 0 x.bf16 out.zpc
+  one_line_error "$zipccl" compress --dtype bf16 --repeat 1001 x.bf16 out.zpc
+  one_line_error "$zipccl" decompress --repeat twice x.bf16 out.raw
   one_line_error "$zipccl" compress --dtype bf16 x.bf16                # missing OUT
   one_line_error "$zipccl" compress --dtype bf16 --window 3 x.bf16 out.zpc
   one_line_error "$zipccl" compress --dtype bf16 odd.bf16 out.zpc      # 3 bytes

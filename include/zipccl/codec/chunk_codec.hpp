@@ -370,27 +370,31 @@ ZIPCCL_HOST_DEVICE bool encode_rans_group(const rans_plan& plan, const rans::div
                                           std::uint8_t* bytes, std::uint8_t* out) {
   using S = rans::split<E>;
   using bits_type = typename E::bits_type;
-  std::uint32_t sym[rans::lanes], push = 0;
+  // the states in a local copy, which the byte stores to out cannot alias
+  std::uint32_t xs[rans::lanes], sym[rans::lanes], push = 0;
+  for (unsigned l = 0; l < lanes; ++l) xs[l] = x[l];
   for (unsigned l = 0; l < lanes; ++l) {
     const bits_type v = load_le<bits_type>(in + l * sizeof(bits_type));
     sym[l] = S::symbol(v);
     bytes[l] = static_cast<std::uint8_t>(S::byte(v));
     if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * l, static_cast<std::uint16_t>(S::word(v)));
-    push |= (std::uint64_t(x[l]) >= (std::uint64_t(plan.freq[sym[l]]) << 20) ? 1u : 0u) << l;
+    push |= (std::uint64_t(xs[l]) >= (std::uint64_t(plan.freq[sym[l]]) << 20) ? 1u : 0u) << l;
   }
+  std::uint64_t at = *top;
   for (std::uint32_t p = push; p != 0;) {
     const unsigned l = format::highest_bit(p);
     p &= ~(1u << l);
-    if (*top < plan.stream_at + 2) return false;
-    *top -= 2;
-    store_le<std::uint16_t>(out + *top, static_cast<std::uint16_t>(x[l] & 0xFFFFu));
-    x[l] >>= 16;
+    if (at < plan.stream_at + 2) return false;
+    at -= 2;
+    store_le<std::uint16_t>(out + at, static_cast<std::uint16_t>(xs[l] & 0xFFFFu));
+    xs[l] >>= 16;
   }
   for (unsigned l = 0; l < lanes; ++l) {
     std::uint32_t q, r;
-    div[sym[l]].divide(x[l], &q, &r);
+    div[sym[l]].divide(xs[l], &q, &r);
     x[l] = (q << rans::prob_bits) + r + plan.cum[sym[l]];
   }
+  *top = at;
   return true;
 }
 
@@ -590,18 +594,23 @@ ZIPCCL_HOST_DEVICE bool decode_rans_group(const rans::decode_table& t, unsigned 
                                           const std::uint8_t* stream, std::uint64_t n_words, std::uint64_t* next,
                                           std::uint8_t* out) {
   using S = rans::split<E>;
-  std::uint32_t low = 0;
+  // the states in a local copy, which the byte stores to out cannot alias
+  std::uint32_t xs[rans::lanes], low = 0;
+  for (unsigned l = 0; l < lanes; ++l) xs[l] = x[l];
   for (unsigned l = 0; l < lanes; ++l) {
-    const std::uint32_t sym = rans::decode_step(t, &x[l]);
-    low |= (x[l] < rans::state_low ? 1u : 0u) << l;
+    const std::uint32_t sym = rans::decode_step(t, &xs[l]);
+    low |= (xs[l] < rans::state_low ? 1u : 0u) << l;
     const std::uint32_t word = S::word_bytes ? load_le<std::uint16_t>(words + 2 * l) : 0u;
     store_le<typename E::bits_type>(out + l * sizeof(typename E::bits_type), S::join(sym, bytes[l], word));
   }
+  std::uint64_t k = *next;
   for (; low != 0; low &= low - 1) {
-    if (*next == n_words) return false;
+    if (k == n_words) return false;
     const unsigned l = format::lowest_bit(low);
-    x[l] = (x[l] << 16) | load_le<std::uint16_t>(stream + 2 * (*next)++);
+    xs[l] = (xs[l] << 16) | load_le<std::uint16_t>(stream + 2 * k++);
   }
+  for (unsigned l = 0; l < lanes; ++l) x[l] = xs[l];
+  *next = k;
   return true;
 }
 

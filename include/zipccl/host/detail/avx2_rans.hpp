@@ -149,7 +149,7 @@ inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_deta
                             codec_detail::rans_plan* plan) {
   using L = format::chunk_layout<E>;
   if (shape.elems == 0) return false;
-  std::uint32_t part[8][rans::symbols] = {};
+  alignas(64) std::uint32_t part[8][rans::symbols] = {};
   alignas(32) std::uint8_t sym[32];
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (codec_detail::in_zero_group(shape, g)) continue;
@@ -215,7 +215,7 @@ inline void store_states(const __m256i (&v)[4], std::uint32_t* x) {
 
 // The encoder's view of the table: per symbol freq | cum << 16 and the reciprocal
 // floor(2^32 / freq) (2^32 - 1 for freq 1), with which (x * rcp) >> 32 is x / freq or one less.
-struct encode_table {
+struct alignas(64) encode_table {
   std::uint32_t freq_cum[rans::symbols];
   std::uint32_t rcp[rans::symbols];
   explicit encode_table(const codec_detail::rans_plan& plan) {
@@ -259,9 +259,11 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
     if (lanes < rans::lanes) {  // the chunk's short last group, coded first
       for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
       store_states(X, x);
-      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top, words + 2 * at,
+      std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
+      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + 2 * at,
                                               bytes + at, out))
         return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+      top = t;
       load_states(x, X);
       continue;
     }
@@ -306,7 +308,7 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
   using RL = rans::layout<E>;
   const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
-  rans::decode_table t;
+  alignas(64) rans::decode_table t;
   rans::read_table(chunk + RL::table_offset(base), &t);
   const mask_tables& mt = tables();
   alignas(32) std::uint32_t x[rans::lanes];
@@ -332,9 +334,11 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
     // through the reference's steps, which check every word
     if (lanes < rans::lanes || n_words - next < rans::lanes) {
       store_states(X, x);
-      if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + 2 * j, bytes + j, stream, n_words, &next,
+      std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
+      if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + 2 * j, bytes + j, stream, n_words, &n,
                                               out + first * L::elem_size))
         return status::corrupt;
+      next = n;
       load_states(x, X);
       j += lanes;
       continue;
