@@ -6,7 +6,7 @@
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
 //   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
 //                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R]
-//                     [--overlap O] [--device-speeds FILE [--ranks-per-gpu K]] [--json]
+//                     [--overlap O] [--device-speeds FILE [--ranks-per-gpu K]] [--sample FILE] [--json]
 //   zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--vq G,R,K] [--steps N] [--dtype ...]
 //                     [--seed S] [--json] IN          (built when a BLAS is found)
 //
@@ -57,7 +57,8 @@ constexpr const char* usage_text =
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
-    "                   [--ratio R] [--overlap O] [--device-speeds FILE [--ranks-per-gpu K]] [--json]\n"
+    "                   [--ratio R] [--overlap O] [--device-speeds FILE [--ranks-per-gpu K]] [--sample FILE]\n"
+    "                   [--json]\n"
     "       zipccl subspace-fit --dim D --rank R [--tokens FILE --vocab V] [--vq G,R,K] [--steps N]\n"
     "                   [--dtype bf16|fp16|fp32] [--seed S] [--json] IN\n";
 
@@ -79,7 +80,7 @@ args parse(int argc, char** argv) {
   a.command = argv[1];
   const std::map<std::string, bool> takes_value = {{"--dtype", true},   {"--codebook", true}, {"--window", true},
                                                    {"--chunk", true},   {"--threads", true},  {"--checksum", false},
-                                                   {"--no-zero-groups", false}, {"--repeat", true},
+                                                   {"--no-zero-groups", false}, {"--repeat", true}, {"--sample", true},
                                                    {"--json", false},   {"--op", true},       {"--ranks", true},
                                                    {"--bytes", true},   {"--link-gbps", true}, {"--latency-us", true},
                                                    {"--compress-gbps", true}, {"--decompress-gbps", true},
@@ -475,6 +476,89 @@ device_speeds read_device_speeds(const std::string& path) {
 }
 
 // The cost model's prediction for one call (collective/common.hpp), as `zipccl plan` prints it.
+// One collective's predicted times (cost_model), summed over its phases.
+struct plan_totals {
+  double plain = 0, packed = 0, chosen = 0;
+  const char* path = "plain";
+};
+
+// `plan --sample FILE`: every host policy's ratio and one-thread speeds measured on the sample
+// (best of 3 calls, round trip checked), each put through the cost model of the link; the policy
+// that pays is the one with the lowest adaptive time among those the collectives' wires take
+// (the 3-bit policies: codebook::entropy codes host streams only so far).
+template <class Evaluate>
+int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std::uint64_t bytes,
+                  const zipccl::cost_model& base, const std::string& path, const Evaluate& evaluate) {
+  const tensor t = load_tensor(path, a.get("--dtype"));
+  if (t.count == 0) throw std::runtime_error(path + ": the sample holds no elements");
+  struct row {
+    std::string name;
+    double ratio, compress, decompress;
+    bool on_wire;
+    plan_totals r;
+  };
+  std::vector<row> rows;
+  zipccl::host::compress_options opt;
+  opt.threads = 1;
+  for (const char* p : {"analytic", "histogram", "fixed", "entropy"}) {
+    double cs = 0;
+    const auto stream = compress_tensor(t, p, opt, std::nullopt, 3, &cs);
+    std::vector<std::uint8_t> back(t.bytes());
+    double ds = 0;
+    for (int k = 0; k < 3; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const zipccl::status s = zipccl::host::decompress(stream.data(), stream.size(), back.data(), back.size());
+      const double dt = seconds_since(t0);
+      if (s != zipccl::status::success || std::memcmp(back.data(), t.data(), t.bytes()) != 0)
+        throw std::runtime_error(std::string("plan: the ") + p + " round trip on the sample failed");
+      ds = k == 0 ? dt : std::min(ds, dt);
+    }
+    zipccl::cost_model m = base;
+    m.ratio = static_cast<double>(t.bytes()) / static_cast<double>(stream.size());
+    // a call too short for the clock is given the clock's resolution
+    m.compress_bytes_per_second = static_cast<double>(t.bytes()) / std::max(cs, 1e-9);
+    m.decompress_bytes_per_second = static_cast<double>(t.bytes()) / std::max(ds, 1e-9);
+    rows.push_back({p, m.ratio, m.compress_bytes_per_second, m.decompress_bytes_per_second,
+                    std::string(p) != "entropy", evaluate(m)});
+  }
+  const double plain = rows.front().r.plain;
+  const row* best = nullptr;
+  for (const auto& r : rows)
+    if (r.on_wire && r.r.chosen < plain && (best == nullptr || r.r.chosen < best->r.chosen)) best = &r;
+  const std::string pays = best ? best->name : "plain";
+  if (a.flag("--json")) {
+    std::ostringstream o;
+    o << "{\"command\":\"plan\",\"op\":\"" << op << "\",\"ranks\":" << ranks << ",\"bytes\":" << bytes
+      << ",\"dtype\":\"" << zipccl::dtype_name(t.type) << "\",\"sample\":\"" << json_escape(path)
+      << "\",\"sample_elements\":" << t.count << ",\"plain_seconds\":" << plain << ",\"policies\":[";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& r = rows[i];
+      o << (i ? "," : "") << "{\"codebook\":\"" << r.name << "\",\"ratio\":" << r.ratio
+        << ",\"compress_bytes_per_second\":" << r.compress << ",\"decompress_bytes_per_second\":" << r.decompress
+        << ",\"compressed_seconds\":" << r.r.packed << ",\"adaptive_seconds\":" << r.r.chosen
+        << ",\"adaptive_path\":\"" << r.r.path << "\",\"on_wire\":" << (r.on_wire ? "true" : "false") << "}";
+    }
+    o << "],\"pays\":\"" << pays << "\"}";
+    std::printf("%s\n", o.str().c_str());
+  } else {
+    std::printf("%s of %llu bytes on %llu ranks, %.4g Gb/s links, %.3g us latency; %s, each policy measured on %s "
+                "(%llu elements, host codec, one thread)\n",
+                op.c_str(), static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(ranks),
+                base.link_bytes_per_second * 8 / 1e9, base.latency_seconds * 1e6, zipccl::dtype_name(t.type),
+                path.c_str(), static_cast<unsigned long long>(t.count));
+    std::printf("  plain                                                  %12.6f ms\n", plain * 1e3);
+    for (const auto& r : rows)
+      std::printf("  %-9s ratio %6.3f  codec %6.2f / %6.2f GB/s  compressed %12.6f ms  adaptive %12.6f ms (%s)%s\n",
+                  r.name.c_str(), r.ratio, r.compress / 1e9, r.decompress / 1e9, r.r.packed * 1e3, r.r.chosen * 1e3,
+                  r.r.path, r.on_wire ? "" : "  [host streams only: not on the collectives' wires yet]");
+    if (best)
+      std::printf("  pays: %s (%.3gx faster than plain)\n", pays.c_str(), plain / best->r.chosen);
+    else
+      std::printf("  pays: plain (no policy beats the uncompressed collective on this link)\n");
+  }
+  return 0;
+}
+
 int cmd_plan(const args& a) {
   if (!a.files.empty()) throw usage_error("plan takes no files");
   const std::string op = a.get("--op").value_or("");
@@ -511,6 +595,10 @@ int cmd_plan(const args& a) {
   } else if (a.get("--ranks-per-gpu")) {
     throw usage_error("--ranks-per-gpu goes with --device-speeds");
   }
+  const auto sample = a.get("--sample");
+  if (sample && (a.get("--device-speeds") || a.get("--compress-gbps") || a.get("--decompress-gbps") || a.get("--ratio")))
+    throw usage_error("--sample measures every policy's ratio and speeds on the sample; it does not go with "
+                      "--device-speeds, --compress-gbps, --decompress-gbps or --ratio");
   if (auto v = a.get("--compress-gbps")) m.compress_bytes_per_second = parse_positive(*v, "--compress-gbps") * 1e9;
   if (auto v = a.get("--decompress-gbps")) m.decompress_bytes_per_second = parse_positive(*v, "--decompress-gbps") * 1e9;
   if (auto v = a.get("--ratio")) m.ratio = parse_positive(*v, "--ratio");
@@ -525,21 +613,28 @@ int cmd_plan(const args& a) {
       throw usage_error("--overlap must be a number from 0 to 1, got '" + *v + "'");
   }
   const int n = static_cast<int>(ranks);
-  double plain = 0, packed = 0, chosen = 0;
-  auto add = [&](const zipccl::cost_model::plan& p) {
-    plain += p.plain_seconds;
-    packed += p.compressed_seconds;
-    chosen += p.compress ? p.compressed_seconds : p.plain_seconds;
+  const auto evaluate = [&](const zipccl::cost_model& model) {
+    plan_totals r;
+    auto add = [&](const zipccl::cost_model::plan& p) {
+      r.plain += p.plain_seconds;
+      r.packed += p.compressed_seconds;
+      r.chosen += p.compress ? p.compressed_seconds : p.plain_seconds;
+    };
+    if (op == "all_gather") add(model.all_gather(bytes, n));
+    else if (op == "send") add(model.send_recv(bytes));
+    else if (op == "all_to_all") add(model.all_to_all(bytes / ranks, n));
+    else if (op == "reduce_scatter") add(model.reduce_scatter(bytes / ranks, n));
+    else {
+      add(model.reduce_scatter(bytes / ranks, n));
+      add(model.all_gather(bytes / ranks, n));
+    }
+    r.path = r.chosen < r.plain ? (r.chosen < r.packed ? "mixed" : "compressed") : "plain";
+    return r;
   };
-  if (op == "all_gather") add(m.all_gather(bytes, n));
-  else if (op == "send") add(m.send_recv(bytes));
-  else if (op == "all_to_all") add(m.all_to_all(bytes / ranks, n));
-  else if (op == "reduce_scatter") add(m.reduce_scatter(bytes / ranks, n));
-  else {
-    add(m.reduce_scatter(bytes / ranks, n));
-    add(m.all_gather(bytes / ranks, n));
-  }
-  const char* path = chosen < plain ? (chosen < packed ? "mixed" : "compressed") : "plain";
+  if (sample) return plan_policies(a, op, ranks, bytes, m, *sample, evaluate);
+  const plan_totals r = evaluate(m);
+  const double plain = r.plain, packed = r.packed, chosen = r.chosen;
+  const char* path = r.path;
   if (a.flag("--json")) {
     std::printf("{\"command\":\"plan\",\"op\":\"%s\",\"ranks\":%llu,\"bytes\":%llu,\"plain_seconds\":%.9g,"
                 "\"compressed_seconds\":%.9g,\"adaptive_seconds\":%.9g,\"adaptive_path\":\"%s\","

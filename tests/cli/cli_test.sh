@@ -89,6 +89,10 @@ json)
   printf '# a speeds file as bench_cuda_collectives --speeds-out writes it\ndevice Some GPU "X"\ndtype bf16\ncompress_gbps 1600\ndecompress_gbps 2400\nwire_ratio 1.38\n' >speeds.txt
   "$zipccl" plan --op all_reduce --ranks 64 --bytes 268435456 --link-gbps 400 \
     --device-speeds speeds.txt --ranks-per-gpu 8 --json >p_dev.json || fail=1
+  # which policy pays, each measured on a sample: a slow link (compression pays) and a fast one
+  "$zipccl" plan --op all_gather --ranks 8 --bytes 100000000 --link-gbps 1 --sample x.bf16 --dtype bf16 --json >p_s1.json || fail=1
+  "$zipccl" plan --op all_reduce --ranks 8 --bytes 100000000 --link-gbps 100000 --sample x.bf16 --dtype bf16 --json >p_s2.json || fail=1
+  "$zipccl" plan --op send --ranks 2 --bytes 1000000 --link-gbps 1 --sample x.bf16 --dtype bf16 | grep -q '^  pays: ' || fail=1
   "$py" - <<'PY' || fail=1
 import json
 c = json.load(open('c.json')); d = json.load(open('d.json')); i = json.load(open('i.json'))
@@ -112,6 +116,15 @@ assert a2a0['compressed_seconds'] > a2a['compressed_seconds'], (a2a, a2a0)  # no
 dev = json.load(open('p_dev.json'))
 assert abs(dev['compress_bytes_per_second'] - 200e9) < 1 and abs(dev['decompress_bytes_per_second'] - 300e9) < 1, dev
 assert dev['ratio'] == 1.38 and dev['overlap'] == 1 and 'Some GPU' in dev['codec'], dev  # the file's speeds, pipelined
+s1 = json.load(open('p_s1.json')); s2 = json.load(open('p_s2.json'))
+assert [p['codebook'] for p in s1['policies']] == ['analytic', 'histogram', 'fixed', 'entropy'], s1
+assert s1['sample_elements'] == 70000 and s1['dtype'] == 'bf16', s1
+assert all(1.3 < p['ratio'] < 1.6 and p['compress_bytes_per_second'] > 0 for p in s1['policies']), s1
+assert [p['on_wire'] for p in s1['policies']] == [True, True, True, False], s1
+wire = [p for p in s1['policies'] if p['on_wire']]
+assert s1['pays'] == min(wire, key=lambda p: p['adaptive_seconds'])['codebook'], s1
+assert all(p['adaptive_seconds'] < s1['plain_seconds'] for p in s1['policies']), s1
+assert s2['pays'] == 'plain' and all(p['adaptive_path'] == 'plain' for p in s2['policies']), s2
 PY
   ;;
 errors)
@@ -151,6 +164,11 @@ errors)
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds_short.txt
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds_key.txt
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --ranks-per-gpu 8
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --sample x.bf16 --dtype bf16 --ratio 2
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --sample missing.bin --dtype bf16
+  : >empty.bf16
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --sample empty.bf16 --dtype bf16
+  one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --sample odd.bf16 --dtype bf16
   one_line_error "$zipccl" plan --op all_gather --ranks 4 --bytes 100 --link-gbps 3 --device-speeds speeds16.txt --dtype fp16 --ranks-per-gpu 0
   "$zipccl" compress --dtype fp32 --checksum x.fp32 ok.zpc >/dev/null || fail=1
   head -c 1000 ok.zpc >trunc.zpc
