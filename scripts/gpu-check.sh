@@ -87,8 +87,8 @@ fi
 # that stop early (initcheck finds shared memory read before it is written)
 for tool in memcheck racecheck initcheck synccheck; do
   # Catch2 splits test names at commas: the early-exit case is selected by its tag
-  for case in "device compress and decompress under CUDA graph capture" "[sanitize]"; do
-    tag=$([ "$case" = "[sanitize]" ] && echo early-exit || echo graph)
+  for case in "device compress and decompress under CUDA graph capture" "[sanitize]" "[rans]"; do
+    tag=$([ "$case" = "[sanitize]" ] && echo early-exit || { [ "$case" = "[rans]" ] && echo rans || echo graph; })
     if timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
         "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1 &&
         ! grep -q "No test cases matched" "$out/sanitizer-$tool-$tag.log"; then

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <random>
@@ -177,41 +178,56 @@ TEMPLATE_LIST_TEST_CASE("zero groups: the device writes and reads the host's zer
     }
 }
 
-TEST_CASE("rANS streams (codebook::entropy): the device reports unsupported_mode, or the host's error", "[gpu][rans]") {
-  using C = codec<bf16, codebook::entropy>;
+TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the host's bytes and finds its errors",
+                   "[gpu][rans]", bf16, fp16, fp32) {
+  using E = TestType;
+  using C = codec<E, codebook::entropy>;
+  using bits_type = typename E::bits_type;
   const std::uint64_t n = 3 * chunk + 100;
-  auto v = testing::make_tensor<bf16>(n, 0.02, testing::distribution::gaussian, 51);
-  std::fill(v.begin() + chunk, v.begin() + chunk + 640, std::uint16_t(0));  // chunk 1: zero_rans
-  host::compress_options opt;
-  opt.chunk_elems = chunk;
-  const auto s = host::compress<C>(v.data(), n, opt);
-  REQUIRE(testing::chunk_modes(s)[4] >= 1);
-  REQUIRE(testing::chunk_modes(s)[6] == 1);
-  std::vector<std::uint8_t> back, ref(n * 2);
-  CHECK(device_decompress<bf16>(s, s.size(), n, &back) == status::unsupported_mode);
-  // a table that breaks its rules (frequencies summing to 4097) is corrupt on both executors
-  {
-    auto bad = s;
-    const std::uint64_t off = format::directory_entry(bad.data(), 0);
-    REQUIRE(bad[off] == static_cast<std::uint8_t>(format::chunk_mode::rans));
-    const std::uint64_t f0 = off + 16 + codec_detail::rans::bitmap_bytes;
-    format::store_le<std::uint16_t>(bad.data() + f0, format::load_le<std::uint16_t>(bad.data() + f0) + 1);
-    testing::repair_hashes(bad);
-    CHECK(host::decompress_as<bf16>(bad.data(), bad.size(), ref.data(), ref.size()) == status::corrupt);
-    CHECK(device_decompress<bf16>(bad, bad.size(), n, &back) == status::corrupt);
-  }
-  std::mt19937_64 rng(52);
-  for (int trial = 0; trial < 100; ++trial) {
-    auto bad = s;
-    bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
-    if (trial % 2 == 0) testing::repair_hashes(bad);
-    const status h = host::decompress_as<bf16>(bad.data(), bad.size(), ref.data(), ref.size());
-    INFO("trial " << trial << " host " << to_string(h));
-    // the device checks what the host checks before the rANS body, which it cannot decode yet: a
-    // damaged body is the host's corrupt and the device's unsupported_mode
-    const status d = device_decompress<bf16>(bad, bad.size(), n, &back);
-    if (h == status::success) CHECK(d == status::unsupported_mode);
-    else CHECK((d == h || d == status::unsupported_mode));
+  auto v = testing::make_tensor<E>(n, 0.02, testing::distribution::gaussian, 51);
+  std::fill(v.begin() + chunk, v.begin() + chunk + 640, bits_type(0));  // chunk 1: zero_rans
+  for (bool checksum : {false, true}) {
+    host::compress_options opt;
+    opt.chunk_elems = chunk;
+    opt.checksum = checksum;
+    const auto s = host::compress<C>(v.data(), n, opt);
+    REQUIRE(testing::chunk_modes(s)[4] >= 1);
+    REQUIRE(testing::chunk_modes(s)[6] == 1);
+    std::vector<std::uint8_t> back, ref(n * sizeof(bits_type));
+    REQUIRE(device_decompress<E>(s, s.size(), n, &back) == status::success);
+    REQUIRE(std::memcmp(back.data(), v.data(), n * sizeof(bits_type)) == 0);
+    // one symbol (frequency 4096: the states never move) and a lone rare one (frequency 1)
+    {
+      std::vector<bits_type> flat(n, static_cast<bits_type>(0x3C00u));
+      flat[n / 3] = static_cast<bits_type>(0x0C01u);
+      const auto f = host::compress<C>(flat.data(), n, opt);
+      REQUIRE(device_decompress<E>(f, f.size(), n, &back) == status::success);
+      REQUIRE(std::memcmp(back.data(), flat.data(), n * sizeof(bits_type)) == 0);
+    }
+    // a table that breaks its rules (frequencies summing to 4097) is corrupt on both executors
+    {
+      auto bad = s;
+      const std::uint64_t off = format::directory_entry(bad.data(), 0);
+      REQUIRE(bad[off] == static_cast<std::uint8_t>(format::chunk_mode::rans));
+      const std::uint64_t f0 = off + 16 + codec_detail::rans::bitmap_bytes;
+      format::store_le<std::uint16_t>(bad.data() + f0, format::load_le<std::uint16_t>(bad.data() + f0) + 1);
+      testing::repair_hashes(bad);
+      CHECK(host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size()) == status::corrupt);
+      CHECK(device_decompress<E>(bad, bad.size(), n, &back) == status::corrupt);
+    }
+    // single damaged bytes, with the check values repaired or not: the host's status, and the
+    // host's values where both succeed
+    std::mt19937_64 rng(52);
+    for (int trial = 0; trial < 100; ++trial) {
+      auto bad = s;
+      bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+      if (trial % 2 == 0) testing::repair_hashes(bad);
+      const status h = host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size());
+      INFO("checksum " << checksum << " trial " << trial << " host " << to_string(h));
+      const status d = device_decompress<E>(bad, bad.size(), n, &back);
+      CHECK(d == h);
+      if (d == status::success && h == status::success) CHECK(back == ref);
+    }
   }
 }
 

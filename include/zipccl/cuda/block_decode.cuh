@@ -25,15 +25,23 @@
 // to threads in a fixed order: run k of the chunk (elements 8k .. 8k + 7) to thread k % Threads,
 // so two chunks of the same size decoded one after the other give every thread the same element
 // indices. When the status is not success, some runs may already have been handed out: treat
-// them as garbage. One block, any Threads that is a multiple of 32 (64..1024). A rANS chunk
-// (codebook::entropy) is not decoded on the device yet: after the host's checks of its header,
-// mask, check value, padding, table and states it gives status::unsupported_mode (the host finds
-// a damaged stream section only while decoding, and says corrupt there).
+// them as garbage. One block, any Threads that is a multiple of 32 (64..1024).
+//
+// rANS chunks (codebook::entropy): the chunk's 32 coding lanes are the 32 lanes of the block's
+// first warp, which walks the groups in order (a slot-table lookup in shared memory per step, the
+// words of the lanes that renormalise taken in lane order with one ballot) and stages each pass's
+// Threads x 8 elements in shared memory, from where every thread takes its runs. That costs
+// 16 KiB of shared memory for the slot table and 8 x Threads elements for the staging; with
+// Entropy = false the TempStorage leaves them out and a rANS chunk gives status::unsupported_mode
+// after the host's checks of its header, mask, check value, padding, table and states (the
+// collectives' wires, which never carry rANS, decode that way). The device rANS decoder has been
+// compiled for sm_80 and sm_90 but has not yet run on a GPU.
 #pragma once
 
 #include <cub/util_type.cuh>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../codec/chunk_codec.hpp"
 #include "../element.hpp"
@@ -43,7 +51,7 @@
 
 namespace zipccl::cuda {
 
-template <class E, int Threads>
+template <class E, int Threads, bool Entropy = true>
 class block_decode {
   static_assert(is_element_v<E>, "block_decode: E must be zipccl::bf16, fp16 or fp32");
   static_assert(Threads % 32 == 0 && Threads >= 64 && Threads <= 1024,
@@ -53,11 +61,18 @@ class block_decode {
   using block_scan = typename detail::block_ops<Threads>::scan;
   using block_reduce = typename detail::block_ops<Threads>::reduce;
 
+  struct rans_storage {
+    std::uint32_t slot[codec_detail::rans::prob_total];  // codec_detail::rans::decode_table's words
+    typename E::bits_type staged[8 * Threads];           // one pass of the warp's elements
+  };
+  struct no_rans_storage {};
+
   struct storage {
     typename detail::block_ops<Threads>::storage cub;
     std::uint8_t header[format::chunk_header_bytes];
     int verdict;
     std::uint64_t zero_elems;  // elements in the zero groups of a zero_* chunk
+    std::conditional_t<Entropy, rans_storage, no_rans_storage> rans;
   };
 
  public:
@@ -86,7 +101,10 @@ class block_decode {
     codec_detail::body_shape body;
     const status s = check_chunk(chunk, span, m, checksum, &h, &body);
     if (s != status::success) return s;
-    if (format::mode_is_rans(h.mode)) return check_rans(chunk, h, body);
+    if (format::mode_is_rans(h.mode)) {
+      if constexpr (Entropy) return decode_rans(chunk, m, h, body, op);
+      else return check_rans(chunk, h, body);
+    }
     if (!format::mode_is_coded(h.mode)) {
       body_cursor at(body, m);
       for (std::uint64_t base = 0; base < m; base += 8ull * Threads) {
@@ -225,6 +243,89 @@ class block_decode {
     const status s = static_cast<status>(s_.verdict);
     __syncthreads();  // the verdict may be rewritten by the next call
     return s;
+  }
+
+  // The rANS body (codec/rans.hpp; the reference is codec_detail::decode_rans_body, whose statuses
+  // these are): the table's rules, the slot table built by the whole block, then warp 0 decodes
+  // pass by pass into the staging buffer and every thread hands out its runs. A stream that runs
+  // out, words left over, or a lane that does not end at 2^16 is corrupt; the warp decodes on to
+  // the end of the chunk either way, so every thread sees the same passes.
+  template <class Op>
+  __device__ status decode_rans(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                                const codec_detail::body_shape& body, Op& op) {
+    namespace rans = codec_detail::rans;
+    using S = rans::split<E>;
+    using RL = rans::layout<E>;
+    const unsigned t = threadIdx.x;
+    const std::uint64_t nsym = h.table[0] + 1u, n_words = h.escapes, b = body.elems;
+    const std::uint8_t* table = chunk + RL::table_offset(body.base);
+    if (t == 0) s_.verdict = rans::table_ok(table, nsym) ? 1 : 0;
+    __syncthreads();
+    const bool table_good = s_.verdict != 0;
+    __syncthreads();  // the verdict may be rewritten by the next call
+    if (!table_good) return status::corrupt;
+    // the slot table: symbol k (k-th present, ascending) fills [cum_k, cum_k + f_k); each thread
+    // walks the bitmap and the frequencies itself (at most 256 + nsym reads) and writes its share
+    {
+      std::uint32_t cum = 0, k = 0;
+      for (unsigned sym = 0; sym < rans::symbols; ++sym) {
+        if (!((table[sym / 8] >> (sym % 8)) & 1u)) continue;
+        const std::uint32_t f = format::load_le<std::uint16_t>(table + rans::bitmap_bytes + 2 * k++);
+        for (std::uint32_t j = t; j < f; j += Threads) s_.rans.slot[cum + j] = ((f - 1u) << 20) | (j << 8) | sym;
+        cum += f;
+      }
+    }
+    __syncthreads();
+    const std::uint8_t* words = chunk + RL::words_offset(body.base, nsym);
+    const std::uint8_t* bytes = chunk + RL::bytes_offset(b, body.base, nsym);
+    const std::uint8_t* stream = chunk + RL::stream_offset(b, body.base, nsym);
+    const unsigned lane = t % 32;
+    const bool coder = t < 32;  // warp 0 decodes
+    std::uint32_t x = coder ? format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane) : 0u;
+    std::uint64_t next = 0, j = 0;  // the next stream word; the body's next element (warp 0)
+    int bad = 0;
+    for (std::uint64_t base = 0; base < m; base += 8ull * Threads) {
+      if (coder) {
+        const std::uint64_t end = base + 8ull * Threads < m ? base + 8ull * Threads : m;
+        for (std::uint64_t g = base / format::group_elems; g * format::group_elems < end; ++g) {
+          const std::uint64_t first = g * format::group_elems;
+          const unsigned lanes = format::group_lanes(m, g);
+          const bool live = lane < lanes;
+          bits_type v = 0;
+          if (!codec_detail::in_zero_group(body, g)) {
+            std::uint32_t need = 0;
+            if (live) {
+              const std::uint32_t e = s_.rans.slot[x & (rans::prob_total - 1u)];
+              x = rans::decode_table::freq(e) * (x >> rans::prob_bits) + rans::decode_table::offset(e);
+              const std::uint32_t word = S::word_bytes ? format::load_le<std::uint16_t>(words + 2 * (j + lane)) : 0u;
+              v = S::join(rans::decode_table::symbol(e), bytes[j + lane], word);
+              need = x < rans::state_low ? 1u : 0u;
+            }
+            // the lanes below 2^16 take the next words in lane order
+            const unsigned takers = __ballot_sync(0xFFFFFFFFu, need != 0);
+            const std::uint64_t mine = next + __popc(takers & ((1u << lane) - 1u));
+            if (need) {
+              if (mine >= n_words) bad = 1;  // the stream ran out
+              else x = (x << 16) | format::load_le<std::uint16_t>(stream + 2 * mine);
+            }
+            next += __popc(takers);
+            j += lanes;
+          }
+          if (live) s_.rans.staged[first + lane - base] = v;
+        }
+      }
+      __syncthreads();
+      const std::uint64_t first = base + 8ull * t;
+      if (first < m) {
+        const unsigned valid = m - first >= 8 ? 8u : static_cast<unsigned>(m - first);
+        bits_type v[8] = {};
+        for (unsigned i = 0; i < valid; ++i) v[i] = s_.rans.staged[8 * t + i];
+        op(first, valid, v);
+      }
+      __syncthreads();  // the staging buffer is rewritten by the next pass
+    }
+    if (coder && (next != n_words || x != rans::state_low)) bad = 1;  // words left over, or a lane off 2^16
+    return __syncthreads_or(bad) ? status::corrupt : status::success;
   }
 
   // The coded body: per pass, thread t takes run base/8 + t of the chunk; escapes are consumed in
