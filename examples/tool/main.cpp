@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -282,8 +283,15 @@ unsigned repeat_from(const args& a) {
   return static_cast<unsigned>(v);
 }
 
+// Refuses options that `command` does not take (instead of ignoring them).
+void refuse(const args& a, const char* command, std::initializer_list<const char*> options) {
+  for (const char* o : options)
+    if (a.opts.count(o)) throw usage_error(std::string(command) + " does not take " + o);
+}
+
 int cmd_compress(const args& a) {
   if (a.files.size() != 2) throw usage_error("compress needs IN and OUT");
+  refuse(a, "compress", {"--sample"});
   const auto opt = compress_options_from(a);
   const std::string policy = a.get("--codebook").value_or("analytic");
   if (a.get("--window") && policy != "fixed") throw usage_error("--window goes with --codebook fixed");
@@ -318,6 +326,7 @@ int cmd_decompress(const args& a) {
   zipccl::host::decompress_options opt;
   opt.threads = compress_options_from(a).threads;
   const unsigned repeat = repeat_from(a);
+  refuse(a, "decompress", {"--sample"});
   zipccl_tool::refuse_same_file(a.files[0], a.files[1]);
   const auto in = read_file(a.files[0]);
   zipccl::host::stream_info info;
@@ -351,6 +360,7 @@ int cmd_decompress(const args& a) {
 
 int cmd_inspect(const args& a) {
   if (a.files.size() != 1) throw usage_error("inspect needs IN");
+  refuse(a, "inspect", {"--repeat", "--sample"});
   const tensor t = load_tensor(a.files[0], a.get("--dtype"));
   zipccl::host::exponent_stats st;
   zipccl::visit_dtype(t.type, [&](auto e) { st = zipccl::host::analyze<decltype(e)>(t.data(), t.count); });
@@ -482,10 +492,11 @@ struct plan_totals {
   const char* path = "plain";
 };
 
-// `plan --sample FILE`: every host policy's ratio and one-thread speeds measured on the sample
-// (best of 3 calls, round trip checked), each put through the cost model of the link; the policy
-// that pays is the one with the lowest adaptive time among those the collectives' wires take
-// (the 3-bit policies: codebook::entropy codes host streams only so far).
+// `plan --sample FILE`: every host policy's ratio and one-thread speeds measured on the sample as
+// the host collectives' wire codes it (best of 3 calls, round trip checked): the 3-bit policies in
+// dense chunks, codebook::entropy with zero masks where they pay. Each goes through the cost model
+// of the link; the policy that pays is the one with the lowest adaptive time. (The device
+// collectives take the 3-bit policies only: there is no device rANS encoder yet.)
 template <class Evaluate>
 int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std::uint64_t bytes,
                   const zipccl::cost_model& base, const std::string& path, const Evaluate& evaluate) {
@@ -494,13 +505,15 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
   struct row {
     std::string name;
     double ratio, compress, decompress;
-    bool on_wire;
+    bool on_device;  // the device collectives take it
     plan_totals r;
   };
   std::vector<row> rows;
-  zipccl::host::compress_options opt;
-  opt.threads = 1;
   for (const char* p : {"analytic", "histogram", "fixed", "entropy"}) {
+    const bool rans = std::string(p) == "entropy";
+    zipccl::host::compress_options opt;
+    opt.threads = 1;
+    opt.zero_groups = rans;  // as the wire codes it
     double cs = 0;
     const auto stream = compress_tensor(t, p, opt, std::nullopt, 3, &cs);
     std::vector<std::uint8_t> back(t.bytes());
@@ -518,13 +531,12 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
     // a call too short for the clock is given the clock's resolution
     m.compress_bytes_per_second = static_cast<double>(t.bytes()) / std::max(cs, 1e-9);
     m.decompress_bytes_per_second = static_cast<double>(t.bytes()) / std::max(ds, 1e-9);
-    rows.push_back({p, m.ratio, m.compress_bytes_per_second, m.decompress_bytes_per_second,
-                    std::string(p) != "entropy", evaluate(m)});
+    rows.push_back({p, m.ratio, m.compress_bytes_per_second, m.decompress_bytes_per_second, !rans, evaluate(m)});
   }
   const double plain = rows.front().r.plain;
   const row* best = nullptr;
   for (const auto& r : rows)
-    if (r.on_wire && r.r.chosen < plain && (best == nullptr || r.r.chosen < best->r.chosen)) best = &r;
+    if (r.r.chosen < plain && (best == nullptr || r.r.chosen < best->r.chosen)) best = &r;
   const std::string pays = best ? best->name : "plain";
   if (a.flag("--json")) {
     std::ostringstream o;
@@ -536,7 +548,8 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
       o << (i ? "," : "") << "{\"codebook\":\"" << r.name << "\",\"ratio\":" << r.ratio
         << ",\"compress_bytes_per_second\":" << r.compress << ",\"decompress_bytes_per_second\":" << r.decompress
         << ",\"compressed_seconds\":" << r.r.packed << ",\"adaptive_seconds\":" << r.r.chosen
-        << ",\"adaptive_path\":\"" << r.r.path << "\",\"on_wire\":" << (r.on_wire ? "true" : "false") << "}";
+        << ",\"adaptive_path\":\"" << r.r.path << "\",\"device_collectives\":" << (r.on_device ? "true" : "false")
+        << "}";
     }
     o << "],\"pays\":\"" << pays << "\"}";
     std::printf("%s\n", o.str().c_str());
@@ -550,7 +563,7 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
     for (const auto& r : rows)
       std::printf("  %-9s ratio %6.3f  codec %6.2f / %6.2f GB/s  compressed %12.6f ms  adaptive %12.6f ms (%s)%s\n",
                   r.name.c_str(), r.ratio, r.compress / 1e9, r.decompress / 1e9, r.r.packed * 1e3, r.r.chosen * 1e3,
-                  r.r.path, r.on_wire ? "" : "  [host streams only: not on the collectives' wires yet]");
+                  r.r.path, r.on_device ? "" : "  [host collectives only: no device encoder yet]");
     if (best)
       std::printf("  pays: %s (%.3gx faster than plain)\n", pays.c_str(), plain / best->r.chosen);
     else
@@ -561,6 +574,7 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
 
 int cmd_plan(const args& a) {
   if (!a.files.empty()) throw usage_error("plan takes no files");
+  refuse(a, "plan", {"--repeat"});
   const std::string op = a.get("--op").value_or("");
   if (op != "all_gather" && op != "reduce_scatter" && op != "all_reduce" && op != "all_to_all" && op != "send")
     throw usage_error("--op must be all_gather, reduce_scatter, all_reduce, all_to_all or send");

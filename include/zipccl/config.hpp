@@ -26,8 +26,9 @@
 #else
 #define ZIPCCL_HAS_AVX512 0
 #endif
-// The AVX2 decoder of coded chunks (host/detail/avx2.hpp), on any x86 with AVX2, BMI1 and POPCNT:
-// all coded chunks where AVX-512 is missing, zero-mask chunks where it is present.
+// The AVX2 paths (host/detail/avx2.hpp, avx2_rans.hpp), on any x86 with AVX2, BMI1 and POPCNT: the
+// decoder of coded chunks where AVX-512 is missing (and of zero-mask chunks where it is present),
+// and the rANS encoder and decoder everywhere.
 #if !defined(ZIPCCL_DISABLE_SIMD) && !defined(__CUDACC__) && defined(__AVX2__) && defined(__POPCNT__) && \
     defined(__BMI__)
 #define ZIPCCL_HAS_AVX2 1

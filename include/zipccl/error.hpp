@@ -27,7 +27,8 @@ enum class [[nodiscard]] status : int {
   config_mismatch = 13,      // the peer was set up differently (a subspace codec's seed, dims)
   wire_overflow = 14,        // a compressed segment did not fit its fixed-size wire budget
                              // (collective_options::device_wire.spill_permille)
-  unsupported_mode = 15,     // a valid chunk this executor cannot decode yet (rANS on the device)
+  unsupported_mode = 15,     // a valid chunk this decoder was built without (rANS in a block_decode with
+                             // Entropy = false, or in the per-thread device decode_chunk)
 };
 
 ZIPCCL_HOST_DEVICE const char* to_string(status s) {
@@ -49,7 +50,8 @@ ZIPCCL_HOST_DEVICE const char* to_string(status s) {
     case status::wire_overflow:
       return "a compressed segment did not fit its fixed-size wire budget (raise device_wire.spill_permille)";
     case status::unsupported_mode:
-      return "a chunk mode this executor cannot decode yet (rANS chunks decode on the host only)";
+      return "a chunk mode this decoder was built without (rANS: host::decompress, cuda::decompress, or "
+             "cuda::block_decode with Entropy = true)";
   }
   return "unknown status";
 }

@@ -90,7 +90,7 @@ json)
   "$zipccl" plan --op all_reduce --ranks 64 --bytes 268435456 --link-gbps 400 \
     --device-speeds speeds.txt --ranks-per-gpu 8 --json >p_dev.json || fail=1
   # which policy pays, each measured on a sample: a slow link (compression pays) and a fast one
-  "$zipccl" plan --op all_gather --ranks 8 --bytes 100000000 --link-gbps 1 --sample x.bf16 --dtype bf16 --json >p_s1.json || fail=1
+  "$zipccl" plan --op all_gather --ranks 8 --bytes 100000000 --link-gbps 0.1 --sample x.bf16 --dtype bf16 --json >p_s1.json || fail=1
   "$zipccl" plan --op all_reduce --ranks 8 --bytes 100000000 --link-gbps 100000 --sample x.bf16 --dtype bf16 --json >p_s2.json || fail=1
   "$zipccl" plan --op send --ranks 2 --bytes 1000000 --link-gbps 1 --sample x.bf16 --dtype bf16 | grep -q '^  pays: ' || fail=1
   "$py" - <<'PY' || fail=1
@@ -120,9 +120,8 @@ s1 = json.load(open('p_s1.json')); s2 = json.load(open('p_s2.json'))
 assert [p['codebook'] for p in s1['policies']] == ['analytic', 'histogram', 'fixed', 'entropy'], s1
 assert s1['sample_elements'] == 70000 and s1['dtype'] == 'bf16', s1
 assert all(1.3 < p['ratio'] < 1.6 and p['compress_bytes_per_second'] > 0 for p in s1['policies']), s1
-assert [p['on_wire'] for p in s1['policies']] == [True, True, True, False], s1
-wire = [p for p in s1['policies'] if p['on_wire']]
-assert s1['pays'] == min(wire, key=lambda p: p['adaptive_seconds'])['codebook'], s1
+assert [p['device_collectives'] for p in s1['policies']] == [True, True, True, False], s1
+assert s1['pays'] == min(s1['policies'], key=lambda p: p['adaptive_seconds'])['codebook'], s1
 assert all(p['adaptive_seconds'] < s1['plain_seconds'] for p in s1['policies']), s1
 assert s2['pays'] == 'plain' and all(p['adaptive_path'] == 'plain' for p in s2['policies']), s2
 PY
@@ -139,6 +138,9 @@ errors)
   one_line_error "$zipccl" compress --dtype bf16 --repeat 0 x.bf16 out.zpc
   one_line_error "$zipccl" compress --dtype bf16 --repeat 1001 x.bf16 out.zpc
   one_line_error "$zipccl" decompress --repeat twice x.bf16 out.raw
+  one_line_error "$zipccl" compress --dtype bf16 --sample x.bf16 x.bf16 out.zpc
+  one_line_error "$zipccl" inspect --dtype bf16 --repeat 2 x.bf16
+  one_line_error "$zipccl" plan --op send --ranks 2 --bytes 100 --link-gbps 1 --repeat 2
   one_line_error "$zipccl" compress --dtype bf16 x.bf16                # missing OUT
   one_line_error "$zipccl" compress --dtype bf16 --window 3 x.bf16 out.zpc
   one_line_error "$zipccl" compress --dtype bf16 odd.bf16 out.zpc      # 3 bytes

@@ -110,7 +110,7 @@ collective_options small_chunks() {
 }  // namespace
 
 TEMPLATE_LIST_TEST_CASE("all_to_all delivers every block exactly, on every path", "[collective][all_to_all][host]",
-                        testing::all_codecs) {
+                        testing::host_codecs) {
   collective_options slow = small_chunks();
   slow.model.link_bytes_per_second = 0.1e9;  // adaptive compresses the larger blocks only
   for (int n : {1, 2, 3, 4, 8}) {

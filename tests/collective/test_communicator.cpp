@@ -16,7 +16,7 @@ using namespace zipccl;
 using transport::local_transport;
 using transport::local_world;
 
-TEMPLATE_LIST_TEST_CASE("a communicator's collectives equal the raw calls", "[communicator][host]", testing::all_codecs) {
+TEMPLATE_LIST_TEST_CASE("a communicator's collectives equal the raw calls", "[communicator][host]", testing::host_codecs) {
   using T = typename TestType::bits_type;
   collective_options opt;
   opt.codec.chunk_elems = 1024;

@@ -4,6 +4,7 @@
 // damaged or mismatched segment is an error.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -17,7 +18,7 @@ using collective::detail::segment_plan;
 using collective::detail::wire;
 
 TEMPLATE_LIST_TEST_CASE("wire sections round-trip and announce their own tail", "[collective][wire][host]",
-                        testing::all_codecs) {
+                        testing::host_codecs) {
   using T = typename TestType::bits_type;
   using W = wire<TestType>;
   std::mt19937_64 rng(42);
@@ -57,6 +58,43 @@ TEMPLATE_LIST_TEST_CASE("wire sections round-trip and announce their own tail", 
         }
       }
     }
+  }
+}
+
+TEST_CASE("the entropy wire: zero masks travel in the fixed section, a damaged mask is caught there",
+          "[collective][wire][host]") {
+  using C = codec<fp32, codebook::entropy>;
+  using W = wire<C>;
+  const std::uint64_t chunk = 4096, count = 3 * chunk + 700;
+  // every other row of 256 elements all zero: every chunk takes a mask
+  auto in = testing::make_tensor<fp32>(count, 0.02, testing::distribution::gaussian, 77);
+  for (std::uint64_t i = 0; i < count; ++i)
+    if ((i / 256) % 2 == 1) in[i] = 0;
+  CHECK(W::chunk_fixed(chunk) == format::body_offset(chunk, true));
+  CHECK(W::fixed_bytes(count, chunk) == 3 * W::chunk_fixed(chunk) + W::chunk_fixed(700));
+  for (bool checksum : {false, true}) {
+    std::vector<std::uint8_t> fixed(W::fixed_bytes(count, chunk) + W::spill_bytes(chunk)), tail(W::max_bytes(count, chunk));
+    std::vector<std::uint8_t> scratch(W::scratch_bytes(chunk));
+    const std::uint64_t tb = W::encode({}, in.data(), count, chunk, checksum, fixed.data(), tail.data());
+    CHECK(fixed[0] == static_cast<std::uint8_t>(format::chunk_mode::zero_rans));
+    // about half the raw size: the zero rows cost their mask bits only
+    CHECK(W::fixed_bytes(count, chunk) + tb < count * 4 * 6 / 10);
+    std::uint64_t announced = 0;
+    REQUIRE(W::tail_bytes(fixed.data(), count, chunk, &announced) == status::success);
+    REQUIRE(announced == tb);
+    std::vector<float> out(count, -1.0f);
+    REQUIRE(W::decode_into(fixed.data(), tail.data(), tb, count, chunk, checksum, out.data(), scratch.data()) ==
+            status::success);
+    REQUIRE(std::memcmp(out.data(), in.data(), count * 4) == 0);
+    // a mask bit flipped: the chunk's span no longer matches (or its mask breaks the rules)
+    auto bad = fixed;
+    bad[format::chunk_header_bytes] ^= 0x01;
+    std::uint64_t t2 = 0;
+    const status s1 = W::tail_bytes(bad.data(), count, chunk, &t2);
+    const status s2 = s1 == status::success
+                          ? W::decode_into(bad.data(), tail.data(), tb, count, chunk, checksum, out.data(), scratch.data())
+                          : s1;
+    CHECK(s2 != status::success);
   }
 }
 

@@ -198,8 +198,8 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
     REQUIRE(std::memcmp(back.data(), v.data(), n * sizeof(bits_type)) == 0);
     // one symbol (frequency 4096: the states never move) and a lone rare one (frequency 1)
     {
-      std::vector<bits_type> flat(n, static_cast<bits_type>(0x3C00u));
-      flat[n / 3] = static_cast<bits_type>(0x0C01u);
+      std::vector<bits_type> flat(n, testing::one_value<E>());
+      flat[n / 3] = testing::rare_value<E>();
       const auto f = host::compress<C>(flat.data(), n, opt);
       REQUIRE(device_decompress<E>(f, f.size(), n, &back) == status::success);
       REQUIRE(std::memcmp(back.data(), flat.data(), n * sizeof(bits_type)) == 0);

@@ -74,6 +74,20 @@ std::vector<typename E::bits_type> make_row_sparse(std::uint64_t rows, std::uint
   return v;
 }
 
+// 1.0, and a value whose exponent (and fp16 high byte) differs from 1.0's: a chunk of ones with one
+// rare value makes a rANS table of frequencies 4095 and 1.
+template <class E>
+constexpr typename E::bits_type one_value() {
+  if constexpr (sizeof(typename E::bits_type) == 4) return 0x3F800000u;
+  else if constexpr (std::is_same_v<E, fp16>) return 0x3C00u;
+  else return 0x3F80u;
+}
+template <class E>
+constexpr typename E::bits_type rare_value() {
+  if constexpr (sizeof(typename E::bits_type) == 4) return 0x00C00001u;  // exponent 1
+  else return static_cast<typename E::bits_type>(0x0C01u);                // bf16 exponent 24, fp16 exponent 3
+}
+
 template <class E>
 std::vector<typename E::bits_type> random_bits(std::uint64_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);

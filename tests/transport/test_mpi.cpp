@@ -40,7 +40,7 @@ TEST_CASE("ring exchange over MPI", "[mpi]") {
   }
 }
 
-TEMPLATE_LIST_TEST_CASE("collectives over MPI equal the plain ring bit for bit", "[mpi]", testing::all_codecs) {
+TEMPLATE_LIST_TEST_CASE("collectives over MPI equal the plain ring bit for bit", "[mpi]", testing::host_codecs) {
   using T = typename TestType::bits_type;
   collective_options opt;
   opt.codec.chunk_elems = 1024;

@@ -6,10 +6,11 @@
 // entropy rather than 3 bits plus escapes. docs/PERFORMANCE.md ("Choosing an entropy code")
 // argues the choice; docs/FORMAT.md ("rANS chunk") has the bytes; codec/rans.hpp the shared code.
 //
-// Where it runs today: the host executor (reference path) and the stream decoders of both
-// executors' hosts. The device executor, the collectives and the AVX-512 path do not take it yet:
-// naming it there is a compile error, and a device decoder that meets a rANS chunk reports
-// status::unsupported_mode.
+// Where it runs today: the host executor (the reference and an AVX2 path, encoder and decoder), the
+// host collectives (their wire carries rANS chunks and zero masks), and the device decoder
+// (cuda::decompress; cuda::block_decode with Entropy = true). Not yet: a device encoder, so the
+// device collectives and cuda::compress refuse the policy at compile time, and an AVX-512 path
+// (AVX-512 CPUs take the AVX2 one).
 #pragma once
 
 #include "../config.hpp"

@@ -425,7 +425,8 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
     at -= lanes;
-    if (!encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top, words + 2 * at, bytes + at, out))
+    if (!encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top,
+                              words + at * rans::split<E>::word_bytes, bytes + at, out))
       return write_stored_chunk<E>(in, m, checksum, out, shape);
   }
   return seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
@@ -496,6 +497,37 @@ ZIPCCL_HOST_DEVICE std::uint64_t dense_chunk_span(const format::chunk_header& h,
     return 0;
   }
   return check_chunk_header<E>(h, span, m) == status::success ? span : 0;
+}
+
+// The span of a chunk of m elements of any mode from its first `have` bytes: the header, and for
+// the zero_* modes the mask after it (which needs have >= body_offset(m, true)), or 0 when they
+// break the rules or are not all there.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_from_head(const std::uint8_t* chunk, std::uint64_t have, std::uint64_t m) {
+  using L = format::chunk_layout<E>;
+  if (have < format::chunk_header_bytes) return 0;
+  const format::chunk_header h = format::read_chunk_header(chunk);
+  if (!format::mode_valid(static_cast<std::uint8_t>(h.mode))) return 0;
+  const bool masked = format::mode_has_zero_mask(h.mode);
+  format::zero_mask_summary z;
+  if (masked) {
+    if (have < format::body_offset(m, true)) return 0;
+    z = format::read_zero_mask(chunk, have, m);
+    if (!z.ok || z.zero_elems > m) return 0;
+  }
+  const std::uint64_t base = format::body_offset(m, masked), elems = masked ? m - z.zero_elems : m;
+  std::uint64_t span = 0;
+  if (format::mode_is_stored(h.mode)) {
+    span = L::stored_bytes(elems, base);
+  } else if (format::mode_is_rans(h.mode)) {
+    if (h.escapes > elems) return 0;
+    span = rans::layout<E>::chunk_bytes(elems, base, h.table[0] + 1u, h.escapes);
+  } else {
+    const std::int64_t budget = L::escape_budget(elems, base);
+    if (budget < 0 || h.escapes > static_cast<std::uint64_t>(budget)) return 0;
+    span = L::coded_bytes(elems, h.escapes, base);
+  }
+  return check_chunk_header<E>(h, span, m, z) == status::success ? span : 0;
 }
 
 // The body of a chunk whose header passed check_chunk_header (with the same summary).
@@ -640,7 +672,7 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
       store_zeros<E>(out + first * L::elem_size, lanes);
       continue;
     }
-    if (!decode_rans_group<E>(t, lanes, x, words + 2 * j, bytes + j, stream, n_words, &next,
+    if (!decode_rans_group<E>(t, lanes, x, words + j * rans::split<E>::word_bytes, bytes + j, stream, n_words, &next,
                               out + first * L::elem_size))
       return status::corrupt;
     j += lanes;
@@ -667,7 +699,9 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
   }
   if (format::mode_is_rans(h.mode)) {
 #if defined(__CUDA_ARCH__)
-    // no device rANS decoder yet (its 16 KiB slot table would sit in every thread's local memory)
+    // not in one device thread: its 16 KiB slot table would sit in local memory. The device
+    // decodes rANS in cuda::block_decode<E, Threads, true> (one warp per chunk), which
+    // cuda::decompress uses.
     return rans::table_ok(chunk + rans::layout<E>::table_offset(body.base), h.table[0] + 1u) ? status::unsupported_mode
                                                                                              : status::corrupt;
 #else

@@ -147,8 +147,8 @@ ZIPCCL_HOST_DEVICE std::uint32_t decode_step(const decode_table& t, std::uint32_
 
 // The rules of a table at p with nsym symbols and of the 32 states after it: exactly nsym bitmap
 // bits, every frequency 1..4096, their sum 4096, zero padding, every state at least 2^16. Every
-// executor checks these before it decodes (the device, which cannot decode rANS yet, checks them
-// before it reports unsupported_mode).
+// decoder checks these before it decodes (a device decoder built without rANS checks them before
+// it reports unsupported_mode).
 ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym) {
   std::uint64_t bits = 0, sum = 0;
   for (std::uint64_t i = 0; i < bitmap_bytes; ++i) bits += format::popcount8(p[i]);

@@ -27,15 +27,16 @@
 // indices. When the status is not success, some runs may already have been handed out: treat
 // them as garbage. One block, any Threads that is a multiple of 32 (64..1024).
 //
-// rANS chunks (codebook::entropy): the chunk's 32 coding lanes are the 32 lanes of the block's
-// first warp, which walks the groups in order (a slot-table lookup in shared memory per step, the
-// words of the lanes that renormalise taken in lane order with one ballot) and stages each pass's
-// Threads x 8 elements in shared memory, from where every thread takes its runs. That costs
-// 16 KiB of shared memory for the slot table and 8 x Threads elements for the staging; with
-// Entropy = false the TempStorage leaves them out and a rANS chunk gives status::unsupported_mode
-// after the host's checks of its header, mask, check value, padding, table and states (the
-// collectives' wires, which never carry rANS, decode that way). The device rANS decoder has been
-// compiled for sm_80 and sm_90 but has not yet run on a GPU.
+// rANS chunks (codebook::entropy) need Entropy = true: the chunk's 32 coding lanes are the 32
+// lanes of the block's first warp, which walks the groups in order (a slot-table lookup in shared
+// memory per step, the words of the lanes that renormalise taken in lane order with one ballot)
+// and stages each pass's Threads x 8 elements in shared memory, from where every thread takes its
+// runs. That adds 16 KiB of shared memory for the slot table and 8 x Threads elements for the
+// staging to the TempStorage (block_decode_takes_rans says whether a configuration stays within
+// the 48 KiB of static shared memory). With Entropy = false (the default) a rANS chunk gives
+// status::unsupported_mode after the host's checks of its header, mask, check value, padding,
+// table and states. cuda::decompress decodes rANS wherever block_decode_takes_rans holds. The
+// device rANS decoder has been compiled for sm_80 and sm_90 but has not yet run on a GPU.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -51,11 +52,20 @@
 
 namespace zipccl::cuda {
 
-template <class E, int Threads, bool Entropy = true>
+// Whether block_decode<E, Threads, true> keeps its TempStorage (slot table, staging, and the rest)
+// within 40 KiB, leaving a caller room in the 48 KiB of static shared memory: bf16 and fp16 up to
+// 1024 threads, fp32 up to 512.
+template <class E, int Threads>
+inline constexpr bool block_decode_takes_rans = 16384 + 8ull * Threads * sizeof(typename E::bits_type) <= 32768;
+
+template <class E, int Threads, bool Entropy = false>
 class block_decode {
   static_assert(is_element_v<E>, "block_decode: E must be zipccl::bf16, fp16 or fp32");
   static_assert(Threads % 32 == 0 && Threads >= 64 && Threads <= 1024,
                 "block_decode: Threads must be a multiple of 32 between 64 and 1024");
+  static_assert(!Entropy || block_decode_takes_rans<E, Threads>,
+                "block_decode: with Entropy = true, fp32 takes at most 512 threads (the staging of a pass of "
+                "8 x Threads elements and the 16 KiB slot table must fit in shared memory)");
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
   using block_scan = typename detail::block_ops<Threads>::scan;
@@ -293,6 +303,10 @@ class block_decode {
           const bool live = lane < lanes;
           bits_type v = 0;
           if (!codec_detail::in_zero_group(body, g)) {
+            // the words this group could take, one per lane, loaded before the step so that the
+            // load is not on the state's chain
+            const std::uint32_t ahead =
+                next + lane < n_words ? format::load_le<std::uint16_t>(stream + 2 * (next + lane)) : 0u;
             std::uint32_t need = 0;
             if (live) {
               const std::uint32_t e = s_.rans.slot[x & (rans::prob_total - 1u)];
@@ -303,10 +317,11 @@ class block_decode {
             }
             // the lanes below 2^16 take the next words in lane order
             const unsigned takers = __ballot_sync(0xFFFFFFFFu, need != 0);
-            const std::uint64_t mine = next + __popc(takers & ((1u << lane) - 1u));
+            const unsigned rank = __popc(takers & ((1u << lane) - 1u));
+            const std::uint32_t word = __shfl_sync(0xFFFFFFFFu, ahead, static_cast<int>(rank));
             if (need) {
-              if (mine >= n_words) bad = 1;  // the stream ran out
-              else x = (x << 16) | format::load_le<std::uint16_t>(stream + 2 * mine);
+              if (next + rank >= n_words) bad = 1;  // the stream ran out
+              else x = (x << 16) | word;
             }
             next += __popc(takers);
             j += lanes;
@@ -319,7 +334,9 @@ class block_decode {
       if (first < m) {
         const unsigned valid = m - first >= 8 ? 8u : static_cast<unsigned>(m - first);
         bits_type v[8] = {};
-        for (unsigned i = 0; i < valid; ++i) v[i] = s_.rans.staged[8 * t + i];
+#pragma unroll
+        for (unsigned i = 0; i < 8; ++i)  // (fixed indices: v stays in registers)
+          if (i < valid) v[i] = s_.rans.staged[8 * t + i];
         op(first, valid, v);
       }
       __syncthreads();  // the staging buffer is rewritten by the next pass

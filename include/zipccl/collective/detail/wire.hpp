@@ -1,13 +1,18 @@
 // zipccl: how the collectives put a compressed segment on the wire, in two sections.
 //
 // A segment of `count` elements is cut into chunks of `chunk_elems` (docs/FORMAT.md, "Chunk").
-// Every chunk is encoded as in a stream, then split at its fixed size
-//   fixed(m) = min(escapes_offset(m), stored_bytes(m))
-// which depends only on the chunk's element count. The segment travels as two messages:
+// Every chunk is encoded as in a stream, then split at its fixed size, which depends only on the
+// chunk's element count:
+//   3-bit policies        fixed(m) = min(escapes_offset(m), stored_bytes(m)), dense chunks only
+//   codebook::entropy     fixed(m) = body_offset(m, true) = 16 + zero_mask_bytes(m): the header
+//                         and the room of a zero mask; chunks take zero masks where they pay, as
+//                         in a stream (every chunk of m elements spans at least fixed(m) bytes)
+// The segment travels as two messages:
 //   fixed section: the first fixed(m) bytes of every chunk, back to back; its size is known to
 //                  both sides from the count alone;
-//   tail section:  the rest of every chunk (escapes and padding, or the rest of a stored chunk),
-//                  back to back; its size follows from the chunk headers in the fixed section.
+//   tail section:  the rest of every chunk (escapes and padding, the rest of a stored chunk, or
+//                  all of a rANS chunk past its header and mask), back to back; its size follows
+//                  from the chunk headers (and masks) in the fixed section.
 // So no size message is needed, and a receiver can validate and plan a segment as soon as its fixed
 // section arrives. There is no stream header: both sides know the codec and the count.
 #pragma once
@@ -26,14 +31,15 @@ namespace zipccl::collective::detail {
 
 template <class Codec>
 struct wire {
-  static_assert(!codebook::is_entropy_v<typename Codec::codebook_type>,
-                "zipccl collectives: codebook::entropy (rANS) does not travel in the collectives yet; use "
-                "analytic_gaussian, histogram or fixed");
   using E = typename Codec::element_type;
   using L = format::chunk_layout<E>;
+  // rANS chunks, and with them zero masks (the host collectives only: the device has no rANS
+  // encoder yet, so fixed_wire refuses the policy)
+  static constexpr bool rans = codebook::is_entropy_v<typename Codec::codebook_type>;
 
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t chunk_fixed(std::uint64_t m) {
-    return L::escapes_offset(m) < L::stored_bytes(m) ? L::escapes_offset(m) : L::stored_bytes(m);
+    if constexpr (rans) return format::body_offset(m, true);
+    else return L::escapes_offset(m) < L::stored_bytes(m) ? L::escapes_offset(m) : L::stored_bytes(m);
   }
   // The fixed section's size for `count` elements.
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t fixed_bytes(std::uint64_t count, std::uint64_t chunk_elems) {
@@ -60,7 +66,7 @@ struct wire {
     for (std::uint64_t first = 0; first < count; first += chunk_elems) {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
       const std::uint64_t f = chunk_fixed(m);
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, false, fixed);
+      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, rans, fixed);
       if (size > f) std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
       tail_bytes += size - f;
@@ -121,12 +127,13 @@ struct wire {
   }
 
  private:
-  // A chunk's whole size from its header, which the fixed section always holds. The wire carries
-  // stored and coded chunks only (its encoder writes no zero mask: the fixed section's size must
-  // follow from the count).
+  // A chunk's whole size from what the fixed section holds of it: its header (3-bit policies:
+  // stored and coded chunks only, the encoder writes no zero mask), or its header and mask room
+  // (entropy: any mode). Never less than the fixed size.
   static status chunk_span(const std::uint8_t* fixed, std::uint64_t m, std::uint64_t* span) {
-    *span = codec_detail::dense_chunk_span<E>(format::read_chunk_header(fixed), m);
-    return *span != 0 ? status::success : status::corrupt;
+    if constexpr (rans) *span = codec_detail::chunk_span_from_head<E>(fixed, chunk_fixed(m), m);
+    else *span = codec_detail::dense_chunk_span<E>(format::read_chunk_header(fixed), m);
+    return *span != 0 && *span >= chunk_fixed(m) ? status::success : status::corrupt;
   }
 };
 

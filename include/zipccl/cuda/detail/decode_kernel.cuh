@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(Threads) validate_kernel(decode_batch batch) {
 
 template <class E, int Threads>
 __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
-  using decoder = block_decode<E, Threads>;
+  using decoder = block_decode<E, Threads, block_decode_takes_rans<E, Threads>>;  // rANS where it fits
   using L = format::chunk_layout<E>;
   __shared__ typename decoder::TempStorage tmp;
   __shared__ int skip;

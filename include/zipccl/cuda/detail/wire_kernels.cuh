@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(Tuning::threads)
                   typename Codec::codebook_type policy, unsigned long long* key, std::uint64_t stage) {
   using E = typename Codec::element_type;
   using bits = typename E::bits_type;
-  using dec = block_decode<E, Tuning::threads, false>;  // the wires carry no rANS chunks
+  using dec = block_decode<E, Tuning::threads>;  // (the device wires carry no rANS chunks)
   using enc = block_encode<E, typename Codec::codebook_type, Tuning::threads, Tuning::items_per_thread>;
   constexpr int T = Tuning::threads;
   __shared__ union {

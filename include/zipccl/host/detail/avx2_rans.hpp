@@ -233,6 +233,7 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
                                 const codec_detail::body_shape& shape) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
+  constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
@@ -260,7 +261,7 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
       for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
       store_states(X, x);
       std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
-      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + 2 * at,
+      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + at * W,
                                               bytes + at, out))
         return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
       top = t;
@@ -271,7 +272,7 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
     // start: too close to the rest sections, the reference decides (and writes) the chunk
     if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
     __m256i sym[4];
-    split_group<E>(in + first * L::elem_size, sym, bytes + at, words + 2 * at);
+    split_group<E>(in + first * L::elem_size, sym, bytes + at, words + at * W);
     for (int k = 3; k >= 0; --k) {
       const __m256i fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
       const __m256i rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
@@ -306,6 +307,7 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
                         const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
+  constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
   const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
   alignas(64) rans::decode_table t;
@@ -335,7 +337,7 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
     if (lanes < rans::lanes || n_words - next < rans::lanes) {
       store_states(X, x);
       std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
-      if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + 2 * j, bytes + j, stream, n_words, &n,
+      if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + j * W, bytes + j, stream, n_words, &n,
                                               out + first * L::elem_size))
         return status::corrupt;
       next = n;
@@ -357,7 +359,7 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
       const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
       X[k] = _mm256_blendv_epi8(x1, fill, low);
       next += static_cast<unsigned>(_mm_popcnt_u32(mask));
-      v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + j + 8 * k, words + 2 * (j + 8 * k));
+      v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + j + 8 * k, words + (j + 8 * k) * W);
     }
     store_group<E>(out + first * L::elem_size, v);
     j += lanes;
