@@ -52,11 +52,13 @@
 
 namespace zipccl::cuda {
 
-// Whether block_decode<E, Threads, true> keeps its TempStorage (slot table, staging, and the rest)
-// within 40 KiB, leaving a caller room in the 48 KiB of static shared memory: bf16 and fp16 up to
-// 1024 threads, fp32 up to 512.
+// Whether block_decode<E, Threads, true> keeps its rANS storage (the slot table, a pass's output
+// staging and its inputs) within 40 KiB, leaving a caller room in the 48 KiB of static shared
+// memory: bf16 and fp16 up to 512 threads, fp32 up to 256.
 template <class E, int Threads>
-inline constexpr bool block_decode_takes_rans = 16384 + 8ull * Threads * sizeof(typename E::bits_type) <= 32768;
+inline constexpr bool block_decode_takes_rans =
+    16384 + 8ull * Threads * (sizeof(typename E::bits_type) + 1 + 2 + (sizeof(typename E::bits_type) == 4 ? 2 : 0)) <=
+    40960;
 
 template <class E, int Threads, bool Entropy = false>
 class block_decode {
@@ -64,16 +66,24 @@ class block_decode {
   static_assert(Threads % 32 == 0 && Threads >= 64 && Threads <= 1024,
                 "block_decode: Threads must be a multiple of 32 between 64 and 1024");
   static_assert(!Entropy || block_decode_takes_rans<E, Threads>,
-                "block_decode: with Entropy = true, fp32 takes at most 512 threads (the staging of a pass of "
-                "8 x Threads elements and the 16 KiB slot table must fit in shared memory)");
+                "block_decode: with Entropy = true, bf16 and fp16 take at most 512 threads and fp32 256 (a pass's "
+                "staging of 8 x Threads elements and their inputs and the 16 KiB slot table must fit in shared "
+                "memory)");
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
   using block_scan = typename detail::block_ops<Threads>::scan;
   using block_reduce = typename detail::block_ops<Threads>::reduce;
 
+  static constexpr bool has_words = sizeof(typename E::bits_type) == 4;  // fp32's 16-bit rest words
   struct rans_storage {
     std::uint32_t slot[codec_detail::rans::prob_total];  // codec_detail::rans::decode_table's words
     typename E::bits_type staged[8 * Threads];           // one pass of the warp's elements
+    // the pass's inputs, copied by the whole block so that the warp's steps wait on shared memory
+    // only: rest bytes and (fp32) words from the body element j0 on, stream words from next0 on
+    std::uint8_t rest[8 * Threads];
+    std::uint16_t words[has_words ? 8 * Threads : 1];
+    std::uint16_t stream[8 * Threads];
+    std::uint64_t j0, next0;
   };
   struct no_rans_storage {};
 
@@ -285,6 +295,10 @@ class block_decode {
         cum += f;
       }
     }
+    if (t == 0) {
+      s_.rans.j0 = 0;
+      s_.rans.next0 = 0;
+    }
     __syncthreads();
     const std::uint8_t* words = chunk + RL::words_offset(body.base, nsym);
     const std::uint8_t* bytes = chunk + RL::bytes_offset(b, body.base, nsym);
@@ -294,25 +308,41 @@ class block_decode {
     std::uint32_t x = coder ? format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane) : 0u;
     std::uint64_t next = 0, j = 0;  // the next stream word; the body's next element (warp 0)
     int bad = 0;
-    for (std::uint64_t base = 0; base < m; base += 8ull * Threads) {
+    constexpr std::uint64_t P = 8ull * Threads;  // elements per pass: at most P body elements and P words
+    for (std::uint64_t base = 0; base < m; base += P) {
+      // the block copies the pass's inputs: P rest bytes (and words) from j0, P stream words from
+      // next0, as far as the body and the stream go
+      {
+        const std::uint64_t j0 = s_.rans.j0, next0 = s_.rans.next0;
+        const std::uint64_t nb = b - j0 < P ? b - j0 : P, nw = n_words - next0 < P ? n_words - next0 : P;
+        for (std::uint64_t i = t; i < nb; i += Threads) {
+          s_.rans.rest[i] = bytes[j0 + i];
+          if constexpr (has_words) s_.rans.words[i] = format::load_le<std::uint16_t>(words + 2 * (j0 + i));
+        }
+        for (std::uint64_t i = t; i < nw; i += Threads)
+          s_.rans.stream[i] = format::load_le<std::uint16_t>(stream + 2 * (next0 + i));
+      }
+      __syncthreads();
       if (coder) {
-        const std::uint64_t end = base + 8ull * Threads < m ? base + 8ull * Threads : m;
+        const std::uint64_t j0 = s_.rans.j0, next0 = s_.rans.next0;  // where the block copied from
+        const std::uint64_t end = base + P < m ? base + P : m;
         for (std::uint64_t g = base / format::group_elems; g * format::group_elems < end; ++g) {
           const std::uint64_t first = g * format::group_elems;
           const unsigned lanes = format::group_lanes(m, g);
           const bool live = lane < lanes;
           bits_type v = 0;
           if (!codec_detail::in_zero_group(body, g)) {
-            // the words this group could take, one per lane, loaded before the step so that the
-            // load is not on the state's chain
-            const std::uint32_t ahead =
-                next + lane < n_words ? format::load_le<std::uint16_t>(stream + 2 * (next + lane)) : 0u;
+            // the words this group could take, one per lane (next - next0 + lane < P: a pass's
+            // groups before this one took at most P - 32 words)
+            const std::uint32_t ahead = next + lane < n_words ? s_.rans.stream[next - next0 + lane] : 0u;
             std::uint32_t need = 0;
             if (live) {
               const std::uint32_t e = s_.rans.slot[x & (rans::prob_total - 1u)];
               x = rans::decode_table::freq(e) * (x >> rans::prob_bits) + rans::decode_table::offset(e);
-              const std::uint32_t word = S::word_bytes ? format::load_le<std::uint16_t>(words + 2 * (j + lane)) : 0u;
-              v = S::join(rans::decode_table::symbol(e), bytes[j + lane], word);
+              const std::uint64_t k = j - j0 + lane;  // below P: the pass's body elements so far
+              std::uint32_t word = 0;
+              if constexpr (has_words) word = s_.rans.words[k];
+              v = S::join(rans::decode_table::symbol(e), s_.rans.rest[k], word);
               need = x < rans::state_low ? 1u : 0u;
             }
             // the lanes below 2^16 take the next words in lane order
@@ -328,6 +358,10 @@ class block_decode {
           }
           if (live) s_.rans.staged[first + lane - base] = v;
         }
+        if (lane == 0) {  // where the next pass's inputs start
+          s_.rans.j0 = j;
+          s_.rans.next0 = next < n_words ? next : n_words;
+        }
       }
       __syncthreads();
       const std::uint64_t first = base + 8ull * t;
@@ -339,7 +373,8 @@ class block_decode {
           if (i < valid) v[i] = s_.rans.staged[8 * t + i];
         op(first, valid, v);
       }
-      __syncthreads();  // the staging buffer is rewritten by the next pass
+      // (the next pass writes the inputs before its barrier and the staging after it, when every
+      // thread has taken its runs)
     }
     if (coder && (next != n_words || x != rans::state_low)) bad = 1;  // words left over, or a lane off 2^16
     return __syncthreads_or(bad) ? status::corrupt : status::success;
