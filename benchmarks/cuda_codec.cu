@@ -13,11 +13,9 @@
 #include <cstdio>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <zipccl/cuda/codec.cuh>
-#include <zipccl/host/compress.hpp>
 
 #include "cuda_timing.cuh"
 #include "support/test_data.hpp"
@@ -163,52 +161,6 @@ void bm_bucket(benchmark::State& state) {
   state.counters["TBps"] = in_total / (ms / 1e3) / 1e12;
 }
 
-// Device decompression of a codebook::entropy (rANS) stream, which the host writes (there is no
-// device rANS encoder yet): the same data as bm_codec, compressed with host::compress on every
-// core, then decoded on the device.
-template <class E>
-void bm_entropy_decompress(benchmark::State& state) {
-  using C = zipccl::codec<E, zipccl::codebook::entropy>;
-  const std::size_t bytes = static_cast<std::size_t>(state.range(0)) << 20;
-  const std::uint64_t n = bytes / C::element_size;
-  device_mem in(bytes), back(bytes), st(sizeof(zipccl::status));
-  if (!in.p || !back.p) return state.SkipWithError("cudaMalloc failed");
-  fill<E>(in.p, n);
-  std::vector<std::uint8_t> raw(bytes);
-  cudaMemcpy(raw.data(), in.p, bytes, cudaMemcpyDeviceToHost);
-  zipccl::host::compress_options opt;
-  opt.threads = std::max(1u, std::thread::hardware_concurrency());
-  const auto stream = zipccl::host::compress<C>(raw.data(), n, opt);
-  device_mem packed(stream.size());
-  if (!packed.p) return state.SkipWithError("cudaMalloc failed");
-  cudaMemcpy(packed.p, stream.data(), stream.size(), cudaMemcpyHostToDevice);
-  std::size_t dt = 0;
-  first_error err;
-  err(zipccl::cuda::decompress<E, tuning>(nullptr, dt, packed.p, stream.size(), back.p, bytes,
-                                          static_cast<zipccl::status*>(st.p), 0));
-  device_mem dtemp(dt);
-  auto decomp = [&] {
-    err(zipccl::cuda::decompress<E, tuning>(dtemp.p, dt, packed.p, stream.size(), back.p, bytes,
-                                            static_cast<zipccl::status*>(st.p), 0));
-  };
-  double ms = 0;
-  for (auto _ : state) {
-    ms = time_ms(decomp, 10);
-    state.SetIterationTime(ms / 1e3);
-  }
-  if (err.failed()) return state.SkipWithError(zipccl::to_string(err.first));
-  zipccl::status s = zipccl::status::corrupt;
-  cudaMemcpy(&s, st.p, sizeof(s), cudaMemcpyDeviceToHost);
-  if (s != zipccl::status::success) return state.SkipWithError(zipccl::to_string(s));
-  std::vector<std::uint8_t> check(bytes);
-  cudaMemcpy(check.data(), back.p, bytes, cudaMemcpyDeviceToHost);
-  if (check != raw) return state.SkipWithError("rANS round trip differs");
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
-  state.counters["ratio"] = static_cast<double>(bytes) / static_cast<double>(stream.size());
-  state.counters["TBps"] = bytes / (ms / 1e3) / 1e12;
-  if (copy_rate.count(bytes)) state.counters["of_copy"] = bytes / (ms / 1e3) / copy_rate[bytes];
-}
-
 template <class Codec>
 void register_codec(const std::string& name, const std::vector<long>& sizes_mib) {
   for (long mib : sizes_mib) {
@@ -238,14 +190,9 @@ int main(int argc, char** argv) {
   register_codec<codec<fp16, codebook::histogram>>("fp16/histogram", one);
   register_codec<codec<fp32, codebook::analytic_gaussian>>("fp32/analytic", one);
   register_codec<codec<fp32, codebook::histogram>>("fp32/histogram", one);
-  for (long mib : one) {
-    benchmark::RegisterBenchmark("bf16/entropy/decompress", bm_entropy_decompress<bf16>)
-        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
-    benchmark::RegisterBenchmark("fp16/entropy/decompress", bm_entropy_decompress<fp16>)
-        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
-    benchmark::RegisterBenchmark("fp32/entropy/decompress", bm_entropy_decompress<fp32>)
-        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
-  }
+  register_codec<codec<bf16, codebook::entropy>>("bf16/entropy", one);
+  register_codec<codec<fp16, codebook::entropy>>("fp16/entropy", one);
+  register_codec<codec<fp32, codebook::entropy>>("fp32/entropy", one);
   for (long mib : {64L, 256L}) {
     benchmark::RegisterBenchmark("bucket_1000x4KiB_plus_large/compress", bm_bucket<false>)
         ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);

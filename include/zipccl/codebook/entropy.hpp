@@ -6,11 +6,11 @@
 // entropy rather than 3 bits plus escapes. docs/PERFORMANCE.md ("Choosing an entropy code")
 // argues the choice; docs/FORMAT.md ("rANS chunk") has the bytes; codec/rans.hpp the shared code.
 //
-// Where it runs today: the host executor (the reference and an AVX2 path, encoder and decoder), the
-// host collectives (their wire carries rANS chunks and zero masks), and the device decoder
-// (cuda::decompress; cuda::block_decode with Entropy = true). Not yet: a device encoder, so the
-// device collectives and cuda::compress refuse the policy at compile time, and an AVX-512 path
-// (AVX-512 CPUs take the AVX2 one).
+// Where it runs today: the host executor (the reference and an AVX2 path, encoder and decoder),
+// the host collectives (their wire carries rANS chunks and zero masks), and the device executor
+// (cuda::compress and cuda::decompress; cuda::block_encode and cuda::block_decode with Entropy =
+// true; compiled, not yet run on a GPU). Not yet: the device collectives (a compile error) and an
+// AVX-512 path (AVX-512 CPUs take the AVX2 one).
 #pragma once
 
 #include "../config.hpp"

@@ -250,8 +250,8 @@ class block_decode {
   }
 
   // A rANS chunk that passed check_chunk: its table and states meet the rules the host checks
-  // before decoding (corrupt otherwise), and then, with no device rANS decoder yet,
-  // unsupported_mode. Block-uniform.
+  // before decoding (corrupt otherwise), and then, in a decoder built without rANS (Entropy =
+  // false), unsupported_mode. Block-uniform.
   __device__ status check_rans(const std::uint8_t* chunk, const format::chunk_header& h,
                                const codec_detail::body_shape& body) {
     if (threadIdx.x == 0)

@@ -20,6 +20,14 @@
 // With zero masks (the default, as host::compress_options::zero_groups), a chunk whose all-zero
 // 64-element groups pay for a mask is written in a zero_* mode (stream version 2); the
 // collectives' wires, whose sizes follow from the counts, encode without.
+//
+// codebook::entropy (rANS, codec/rans.hpp): the block counts the symbols (shared-memory atomics,
+// one per distinct symbol in a warp), thread 0 normalises the frequencies, and the block's first
+// warp walks the chunk's groups backwards, a lane per state, pass by pass from a staging copy in
+// shared memory: a ballot finds the lanes that give up a word, a popcount of the lanes above
+// places each word, and every lane then codes its symbol with the reciprocal of its frequency.
+// plan() walks once to count the stream's words, write() walks again and writes the words where
+// they belong. This encoder has been compiled for sm_80 and sm_90 but has not yet run on a GPU.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -40,22 +48,35 @@ template <class E, class Policy, int Threads, int ItemsPerThread>
 class block_encode {
   static_assert(is_element_v<E>, "block_encode: E must be zipccl::bf16, fp16 or fp32");
   static_assert(codebook::is_policy_v<Policy>, "block_encode: Policy must be a zipccl codebook policy");
-  static_assert(!codebook::is_entropy_v<Policy>,
-                "block_encode: codebook::entropy (rANS) has no device encoder yet; its streams come from the host");
   static_assert(Threads % 32 == 0 && Threads >= 64 && Threads <= 1024,
                 "block_encode: Threads must be a multiple of 32 between 64 and 1024");
   static_assert(ItemsPerThread % 8 == 0 && ItemsPerThread >= 8 && ItemsPerThread <= 64,
                 "block_encode: ItemsPerThread must be a multiple of 8 between 8 and 64");
   static constexpr int R = ItemsPerThread / 8;
   static constexpr bool uses_histogram = Policy::stat == codebook::statistic::histogram;
+  static constexpr bool uses_rans = codebook::is_entropy_v<Policy>;
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
   using block_scan = typename detail::block_ops<Threads>::scan;
   using block_reduce = typename detail::block_ops<Threads>::reduce;
   static constexpr int mask_words = (Threads * ItemsPerThread / format::zero_group_elems + 31) / 32;
 
+  // rANS: the symbol counts and the table, and one pass of elements for the walking warp
+  struct rans_storage {
+    std::uint32_t count[codec_detail::rans::symbols];
+    std::uint32_t freq[codec_detail::rans::symbols];
+    std::uint32_t cum[codec_detail::rans::symbols];
+    std::uint64_t inv[codec_detail::rans::symbols];  // codec_detail::rans::divisor's reciprocals
+    typename E::bits_type stage[8 * Threads];
+    std::uint64_t nsym;
+    std::uint64_t left;  // a walk's result, from warp 0 to the block
+    int failed;
+  };
+  struct no_rans_storage {};
+
   struct storage {
     typename detail::block_ops<Threads>::storage cub;
+    std::conditional_t<uses_rans, rans_storage, no_rans_storage> rans;
     std::uint32_t hist[uses_histogram ? E::exponent_count : 1];
     bool taken[uses_histogram ? E::exponent_count : 1];
     std::uint8_t lut[256];
@@ -90,13 +111,17 @@ class block_encode {
   // Chooses the table (the policy's statistic of the values), codes the elements and counts the
   // escapes. Returns the chunk's size in bytes: coded, or stored when coding would not pay.
   __device__ std::uint64_t plan(const runs_type& v, std::uint64_t m) {
-    find_zero_groups(v, m);
-    choose_table(v, m);
-    count_escapes(v, m);
-    const std::int64_t budget = L::escape_budget(body_elems_, base_);
-    coded_ = budget >= 0 && escapes_ <= static_cast<std::uint64_t>(budget);
-    size_ = coded_ ? L::coded_bytes(body_elems_, escapes_, base_) : L::stored_bytes(body_elems_, base_);
-    return size_;
+    if constexpr (uses_rans) {
+      return plan_rans(v, m);
+    } else {
+      find_zero_groups(v, m);
+      choose_table(v, m);
+      count_escapes(v, m);
+      const std::int64_t budget = L::escape_budget(body_elems_, base_);
+      coded_ = budget >= 0 && escapes_ <= static_cast<std::uint64_t>(budget);
+      size_ = coded_ ? L::coded_bytes(body_elems_, escapes_, base_) : L::stored_bytes(body_elems_, base_);
+      return size_;
+    }
   }
 
   // Writes the planned chunk (plan()'s size) at dst, header, padding and check value included.
@@ -104,16 +129,33 @@ class block_encode {
   __device__ void write(const runs_type& v, std::uint64_t m, std::uint8_t* dst, bool checksum) {
     const unsigned t = threadIdx.x;
     if (masked_) write_mask(m, dst);
-    if (coded_) write_coded(v, m, dst);
-    else write_stored(v, m, dst);
-    const std::uint64_t content_end =
-        coded_ ? L::escapes_offset(body_elems_, base_) + escapes_ : base_ + body_elems_ * L::elem_size;
+    std::uint64_t content_end = base_ + body_elems_ * L::elem_size, prefix = base_;
+    if constexpr (uses_rans) {
+      if (coded_) {
+        const std::uint64_t nsym = s_.rans.nsym;
+        if (t == 0) codec_detail::rans::write_table(s_.rans.freq, nsym, dst + RL::table_offset(base_));
+        walk_rans(v, m, dst);
+        content_end = RL::content_end(body_elems_, base_, nsym, escapes_);
+        prefix = RL::words_offset(base_, nsym);
+      } else {
+        write_stored(v, m, dst);
+      }
+    } else {
+      if (coded_) write_coded(v, m, dst);
+      else write_stored(v, m, dst);
+      if (coded_) content_end = L::escapes_offset(body_elems_, base_) + escapes_;
+    }
     for (std::uint64_t q = content_end + t; q < size_; q += Threads) dst[q] = 0;
     if (t == 0) {
       format::chunk_header h;
-      h.mode = codec_detail::mode_for(coded_ ? format::chunk_mode::coded : format::chunk_mode::stored, masked_);
-      if (coded_)
+      const format::chunk_mode kind =
+          !coded_ ? format::chunk_mode::stored : uses_rans ? format::chunk_mode::rans : format::chunk_mode::coded;
+      h.mode = codec_detail::mode_for(kind, masked_);
+      if constexpr (uses_rans) {
+        if (coded_) h.table[0] = static_cast<std::uint8_t>(s_.rans.nsym - 1);
+      } else if (coded_) {
         for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = s_.table[i];
+      }
       h.escapes = coded_ ? static_cast<std::uint32_t>(escapes_) : 0u;
       format::write_chunk_header(dst, h);
     }
@@ -129,13 +171,13 @@ class block_encode {
       const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
       if (t == 0) format::store_chunk_check(dst, format::check_value(total, words));
     } else if (t == 0) {
-      format::store_chunk_check(dst, format::chunk_check(dst, size_, false, base_));
+      format::store_chunk_check(dst, format::chunk_check(dst, size_, false, prefix));
     }
     __syncthreads();  // the shared storage may be reused for the next chunk
   }
 
-  // After plan(): whether the chunk is coded, its escape count, whether it carries a zero mask,
-  // and how many elements its body holds.
+  // After plan(): whether the chunk is coded (rANS: coded with rANS), its escape count (rANS: its
+  // stream words), whether it carries a zero mask, and how many elements its body holds.
   __device__ bool coded() const { return coded_; }
   __device__ std::uint64_t escapes() const { return escapes_; }
   __device__ bool zero_masked() const { return masked_; }
@@ -216,20 +258,7 @@ class block_encode {
     } else if constexpr (uses_histogram) {
       for (unsigned e = t; e < E::exponent_count; e += Threads) s_.hist[e] = 0;
       __syncthreads();
-      // one shared-memory atomic per distinct exponent in the warp, not one per element: the few
-      // hot bins of real data would otherwise serialise
-      const unsigned lane = t & 31u;
-#pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const unsigned valid = skipped(r) ? 0u : valid_in(run_first(r), m);
-#pragma unroll
-        for (unsigned i = 0; i < 8; ++i) {
-          const std::uint32_t e = i < valid ? E::exponent(v[r][i]) : 0xFFFFFFFFu;
-          const unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
-          if (e != 0xFFFFFFFFu && lane == static_cast<unsigned>(__ffs(peers)) - 1u)
-            atomicAdd(&s_.hist[e], static_cast<std::uint32_t>(__popc(peers)));
-        }
-      }
+      count_body(v, m, s_.hist, [](bits_type x) { return E::exponent(x); });
       __syncthreads();
       if (t < 32) top7();
       __syncthreads();
@@ -242,6 +271,25 @@ class block_encode {
     // tables hold distinct exponents (fixed tables are checked on the host), so no two writes meet
     if (t < format::table_size) s_.lut[s_.table[t]] = static_cast<std::uint8_t>(t + 1);
     __syncthreads();
+  }
+
+  // Adds the body's elements (zero groups and elements past m left out) to counts[key(element)],
+  // with one shared-memory atomic per distinct key in a warp, not one per element: the few hot
+  // bins of real data would otherwise serialise.
+  template <class Key>
+  __device__ void count_body(const runs_type& v, std::uint64_t m, std::uint32_t* counts, Key key) {
+    const unsigned lane = threadIdx.x & 31u;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const unsigned valid = skipped(r) ? 0u : valid_in(run_first(r), m);
+#pragma unroll
+      for (unsigned i = 0; i < 8; ++i) {
+        const std::uint32_t k = i < valid ? static_cast<std::uint32_t>(key(v[r][i])) : 0xFFFFFFFFu;
+        const unsigned peers = __match_any_sync(0xFFFFFFFFu, k);
+        if (k != 0xFFFFFFFFu && lane == static_cast<unsigned>(__ffs(peers)) - 1u)
+          atomicAdd(&counts[k], static_cast<std::uint32_t>(__popc(peers)));
+      }
+    }
   }
 
   // Marks in taken the exponents with the seven largest histogram::rank_key values (one warp).
@@ -280,9 +328,11 @@ class block_encode {
       const std::uint64_t first = run_first(r);
       const unsigned valid = skipped(r) ? 0u : valid_in(first, m);
       std::uint32_t mask = 0;
+      if constexpr (!uses_rans) {  // (rANS: the scan only places the runs in the body)
 #pragma unroll
-      for (unsigned i = 0; i < 8; ++i)
-        if (i < valid && s_.lut[E::exponent(v[r][i])] == 0) mask |= 1u << i;
+        for (unsigned i = 0; i < 8; ++i)
+          if (i < valid && s_.lut[E::exponent(v[r][i])] == 0) mask |= 1u << i;
+      }
       const bool starts = masked_ && !zero_run_[r] && first < m && first % format::zero_group_elems == 0;
       const std::uint32_t item = static_cast<std::uint32_t>(__popc(mask)) | (starts ? 1u << 16 : 0u);
       std::uint32_t before = 0, total = 0;
@@ -297,6 +347,133 @@ class block_encode {
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) escapes_ += s_.run_escapes[r];
+  }
+
+  using RL = codec_detail::rans::layout<E>;
+  using RS = codec_detail::rans::split<E>;
+
+  // rANS, plan: the zero groups and the runs' places in the body, the symbol counts and the
+  // table (codec_detail::plan_rans_chunk's), then a walk that counts the stream's words. The chunk
+  // is stored when even an empty stream would not beat a stored body or the stream runs into
+  // the rest sections (codec_detail::encode_rans_chunk's rules).
+  __device__ std::uint64_t plan_rans(const runs_type& v, std::uint64_t m) {
+    namespace rans = codec_detail::rans;
+    const unsigned t = threadIdx.x;
+    find_zero_groups(v, m);
+    count_escapes(v, m);  // (body_first_ for a stored fallback; no escapes)
+    for (unsigned s = t; s < rans::symbols; s += Threads) s_.rans.count[s] = 0;
+    __syncthreads();
+    count_body(v, m, s_.rans.count, [](bits_type x) { return RS::symbol(x); });
+    __syncthreads();
+    if (t == 0) {
+      std::uint64_t nsym = 0;
+      if (body_elems_ != 0) {
+        rans::normalize(s_.rans.count, body_elems_, s_.rans.freq);
+        for (unsigned k = 0, c = 0; k < rans::symbols; c += s_.rans.freq[k], ++k) {
+          s_.rans.cum[k] = c;
+          nsym += s_.rans.freq[k] != 0;
+        }
+      }
+      s_.rans.nsym = nsym;
+    }
+    __syncthreads();
+    for (unsigned k = t; k < rans::symbols; k += Threads) s_.rans.inv[k] = rans::divisor::of(s_.rans.freq[k]).inv;
+    __syncthreads();
+    const std::uint64_t nsym = s_.rans.nsym;
+    const std::uint64_t stored = L::stored_bytes(body_elems_, base_);
+    coded_ = nsym != 0 && RL::stream_offset(body_elems_, base_, nsym) + format::alignment <= stored;
+    escapes_ = 0;
+    if (coded_) {
+      const std::uint64_t room = stored - format::alignment - RL::stream_offset(body_elems_, base_, nsym);
+      const std::uint64_t words = walk_rans(v, m, nullptr, room);
+      coded_ = words != ~0ull;
+      escapes_ = coded_ ? words : 0;
+    }
+    size_ = coded_ ? RL::chunk_bytes(body_elems_, base_, nsym, escapes_) : stored;
+    return size_;
+  }
+
+  // The rANS walk over the chunk, backwards, pass by pass through the staging buffer (warp 0
+  // codes; the whole block stages and waits). With dst null it counts the words that the stream
+  // takes within `room` bytes and returns them (~0 when they do not fit: the reference falls
+  // back to stored at the first push that would not fit); otherwise it writes the rest sections,
+  // the stream words (escapes_ of them, at their final places) and the final states at dst.
+  // Every thread gets the same result.
+  __device__ std::uint64_t walk_rans(const runs_type& v, std::uint64_t m, std::uint8_t* dst,
+                                     std::uint64_t room = 0) {
+    namespace rans = codec_detail::rans;
+    const unsigned t = threadIdx.x, lane = t & 31u;
+    const bool coder = t < 32;
+    const std::uint64_t nsym = s_.rans.nsym, b = body_elems_;
+    std::uint8_t* words = dst ? dst + RL::words_offset(base_, nsym) : nullptr;
+    std::uint8_t* bytes = dst ? dst + RL::bytes_offset(b, base_, nsym) : nullptr;
+    std::uint8_t* stream = dst ? dst + RL::stream_offset(b, base_, nsym) : nullptr;
+    // top: bytes of stream below the last word pushed (counting: of the room; writing: of the
+    // stream's final size, so that each word lands where the decoder reads it)
+    std::uint64_t top = dst ? 2 * escapes_ : room;
+    std::uint64_t at = b;  // one past the body element of the group being coded
+    std::uint32_t x = rans::state_low;
+    int overflow = 0;
+#pragma unroll
+    for (int r = R - 1; r >= 0; --r) {
+      const std::uint64_t pass = static_cast<std::uint64_t>(r) * Threads * 8;
+      if (pass >= m) continue;  // (the same in every thread)
+      __syncthreads();  // the previous pass's staging has been read
+#pragma unroll
+      for (unsigned i = 0; i < 8; ++i) s_.rans.stage[8 * t + i] = v[r][i];
+      __syncthreads();
+      if (coder && !overflow) {
+        const std::uint64_t end = pass + 8ull * Threads < m ? pass + 8ull * Threads : m;
+        for (std::uint64_t g = (end + format::group_elems - 1) / format::group_elems; g-- > pass / format::group_elems;) {
+          if (masked_ && format::zero_bit(reinterpret_cast<const std::uint8_t*>(s_.zero_mask),
+                                          g * format::group_elems / format::zero_group_elems))
+            continue;
+          const unsigned lanes = format::group_lanes(m, g);
+          at -= lanes;
+          const bool live = lane < lanes;
+          const bits_type e = live ? s_.rans.stage[g * format::group_elems + lane - pass] : bits_type(0);
+          const std::uint32_t sym = RS::symbol(e), f = live ? s_.rans.freq[sym] : 0u;
+          if (dst && live) {
+            bytes[at + lane] = static_cast<std::uint8_t>(RS::byte(e));
+            if constexpr (RS::word_bytes != 0) format::store_le<std::uint16_t>(words + 2 * (at + lane),
+                                                                             static_cast<std::uint16_t>(RS::word(e)));
+          }
+          const bool push = live && std::uint64_t(x) >= (std::uint64_t(f) << 20);
+          const unsigned pushers = __ballot_sync(0xFFFFFFFFu, push);
+          const std::uint64_t n = 2ull * static_cast<unsigned>(__popc(pushers));
+          if (n > top) {  // (warp-uniform) the stream would reach into the rest sections
+            overflow = 1;
+            break;
+          }
+          if (push && dst) {
+            const unsigned above = __popc(lane == 31 ? 0u : pushers >> (lane + 1));  // pushed before this one
+            format::store_le<std::uint16_t>(stream + top - 2 * (above + 1), static_cast<std::uint16_t>(x & 0xFFFFu));
+          }
+          top -= n;
+          if (push) x >>= 16;
+          if (live) {
+            codec_detail::rans::divisor d;
+            d.f = f;
+            d.inv = s_.rans.inv[sym];
+            std::uint32_t q, rem;
+            d.divide(x, &q, &rem);
+            x = (q << rans::prob_bits) + rem + s_.rans.cum[sym];
+          }
+        }
+      }
+    }
+    if (coder && dst && !overflow) format::store_le<std::uint32_t>(dst + RL::states_offset(base_, nsym) + 4 * lane, x);
+    // the result, from warp 0 to the block
+    if (t == 0) {
+      s_.rans.failed = overflow;
+      s_.rans.left = top;
+    }
+    __syncthreads();
+    const bool failed = s_.rans.failed != 0;
+    const std::uint64_t left = s_.rans.left;
+    __syncthreads();  // read before the next use of the storage
+    if (failed) return ~0ull;
+    return dst ? escapes_ : (room - left) / 2;
   }
 
   // The mask's bytes at dst + 16 (padding included), from the words find_zero_groups marked.

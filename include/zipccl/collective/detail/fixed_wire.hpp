@@ -47,8 +47,8 @@ inline std::uint64_t device_segment_elems(std::uint64_t segment_elems) {
 template <class Codec>
 struct fixed_wire {
   static_assert(!wire<Codec>::rans,
-                "zipccl device collectives: codebook::entropy (rANS) has no device encoder yet; use "
-                "analytic_gaussian, histogram or fixed (the host collectives take entropy)");
+                "zipccl device collectives: codebook::entropy (rANS) does not travel on the fixed-size device "
+                "wire yet; use analytic_gaussian, histogram or fixed (the host collectives take entropy)");
   using W = wire<Codec>;
   using E = typename Codec::element_type;
   static constexpr std::uint64_t preamble = 16;
