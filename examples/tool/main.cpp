@@ -188,6 +188,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Runs call() (which returns a status into *s) up to n times, stopping at the first failure;
+// returns the fastest call's seconds.
+template <class Call>
+double fastest(unsigned n, zipccl::status* s, Call&& call) {
+  double best = 0;
+  *s = zipccl::status::success;
+  for (unsigned r = 0; r < n && *s == zipccl::status::success; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    *s = call();
+    const double dt = seconds_since(t0);
+    best = r == 0 ? dt : std::min(best, dt);
+  }
+  return best;
+}
+
 // Compresses a tensor with one policy `repeat` times; returns the stream, and the fastest call's
 // time in *secs when it is not null.
 std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& policy,
@@ -203,13 +218,7 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
     zipccl::status s = zipccl::status::success;
     // the codec call, timed: the fastest of `repeat`
     const auto timed = [&](auto&& call) {
-      double best = 0;
-      for (unsigned r = 0; r < repeat && s == zipccl::status::success; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        s = call();
-        const double dt = seconds_since(t0);
-        best = r == 0 ? dt : std::min(best, dt);
-      }
+      const double best = fastest(repeat, &s, call);
       if (secs) *secs = best;
     };
     if (policy == "analytic") {
@@ -334,13 +343,9 @@ int cmd_decompress(const args& a) {
   if (s != zipccl::status::success)
     throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
   std::vector<std::uint8_t> out(info.decompressed_bytes());
-  double secs = 0;
-  for (unsigned r = 0; r < repeat && s == zipccl::status::success; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    s = zipccl::host::decompress(in.data(), in.size(), out.data(), out.size(), nullptr, opt);
-    const double dt = seconds_since(t0);
-    secs = r == 0 ? dt : std::min(secs, dt);
-  }
+  const double secs = fastest(repeat, &s, [&] {
+    return zipccl::host::decompress(in.data(), in.size(), out.data(), out.size(), nullptr, opt);
+  });
   if (s != zipccl::status::success) throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
   write_file(a.files[1], out.data(), out.size());
   std::FILE* report = zipccl_tool::is_stdout(a.files[1]) ? stderr : stdout;  // keep the data clean
@@ -517,15 +522,12 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
     double cs = 0;
     const auto stream = compress_tensor(t, p, opt, std::nullopt, 3, &cs);
     std::vector<std::uint8_t> back(t.bytes());
-    double ds = 0;
-    for (int k = 0; k < 3; ++k) {
-      const auto t0 = std::chrono::steady_clock::now();
-      const zipccl::status s = zipccl::host::decompress(stream.data(), stream.size(), back.data(), back.size());
-      const double dt = seconds_since(t0);
-      if (s != zipccl::status::success || std::memcmp(back.data(), t.data(), t.bytes()) != 0)
-        throw std::runtime_error(std::string("plan: the ") + p + " round trip on the sample failed");
-      ds = k == 0 ? dt : std::min(ds, dt);
-    }
+    zipccl::status s;
+    const double ds = fastest(3, &s, [&] {
+      return zipccl::host::decompress(stream.data(), stream.size(), back.data(), back.size());
+    });
+    if (s != zipccl::status::success || std::memcmp(back.data(), t.data(), t.bytes()) != 0)
+      throw std::runtime_error(std::string("plan: the ") + p + " round trip on the sample failed");
     zipccl::cost_model m = base;
     m.ratio = static_cast<double>(t.bytes()) / static_cast<double>(stream.size());
     // a call too short for the clock is given the clock's resolution

@@ -482,39 +482,16 @@ ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std:
   return status::success;
 }
 
-// The span of a stored or coded chunk of m elements from its header alone (the collectives' wire
-// carries no other mode), or 0 when the header breaks the rules.
+// The span of a chunk of m elements from its header and, for the zero_* modes, its mask summary
+// `z`, or 0 when they break the rules (check_chunk_header's, and the ones that keep the arithmetic
+// in range).
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t dense_chunk_span(const format::chunk_header& h, std::uint64_t m) {
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_of(const format::chunk_header& h, std::uint64_t m,
+                                               const format::zero_mask_summary& z = {}) {
   using L = format::chunk_layout<E>;
-  std::uint64_t span = 0;
-  if (h.mode == format::chunk_mode::stored) {
-    span = L::stored_bytes(m);
-  } else if (h.mode == format::chunk_mode::coded) {
-    if (L::escape_budget(m) < 0 || h.escapes > static_cast<std::uint64_t>(L::escape_budget(m))) return 0;
-    span = L::coded_bytes(m, h.escapes);
-  } else {
-    return 0;
-  }
-  return check_chunk_header<E>(h, span, m) == status::success ? span : 0;
-}
-
-// The span of a chunk of m elements of any mode from its first `have` bytes: the header, and for
-// the zero_* modes the mask after it (which needs have >= body_offset(m, true)), or 0 when they
-// break the rules or are not all there.
-template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_from_head(const std::uint8_t* chunk, std::uint64_t have, std::uint64_t m) {
-  using L = format::chunk_layout<E>;
-  if (have < format::chunk_header_bytes) return 0;
-  const format::chunk_header h = format::read_chunk_header(chunk);
   if (!format::mode_valid(static_cast<std::uint8_t>(h.mode))) return 0;
   const bool masked = format::mode_has_zero_mask(h.mode);
-  format::zero_mask_summary z;
-  if (masked) {
-    if (have < format::body_offset(m, true)) return 0;
-    z = format::read_zero_mask(chunk, have, m);
-    if (!z.ok || z.zero_elems > m) return 0;
-  }
+  if (masked && (!z.ok || z.zero_elems > m)) return 0;
   const std::uint64_t base = format::body_offset(m, masked), elems = masked ? m - z.zero_elems : m;
   std::uint64_t span = 0;
   if (format::mode_is_stored(h.mode)) {
@@ -528,6 +505,28 @@ ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_from_head(const std::uint8_t* chunk,
     span = L::coded_bytes(elems, h.escapes, base);
   }
   return check_chunk_header<E>(h, span, m, z) == status::success ? span : 0;
+}
+
+// The span of a stored or coded chunk of m elements from its header alone (the 3-bit
+// collectives' wire carries no other mode), or 0.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t dense_chunk_span(const format::chunk_header& h, std::uint64_t m) {
+  if (h.mode != format::chunk_mode::stored && h.mode != format::chunk_mode::coded) return 0;
+  return chunk_span_of<E>(h, m);
+}
+
+// The span of a chunk of m elements of any mode from its first `have` bytes: the header, and for
+// the zero_* modes the mask after it (which needs have >= body_offset(m, true)), or 0.
+template <class E>
+ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_from_head(const std::uint8_t* chunk, std::uint64_t have, std::uint64_t m) {
+  if (have < format::chunk_header_bytes) return 0;
+  const format::chunk_header h = format::read_chunk_header(chunk);
+  format::zero_mask_summary z;
+  if (format::mode_valid(static_cast<std::uint8_t>(h.mode)) && format::mode_has_zero_mask(h.mode)) {
+    if (have < format::body_offset(m, true)) return 0;
+    z = format::read_zero_mask(chunk, have, m);
+  }
+  return chunk_span_of<E>(h, m, z);
 }
 
 // The body of a chunk whose header passed check_chunk_header (with the same summary).
