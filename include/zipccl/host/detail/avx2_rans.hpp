@@ -4,8 +4,11 @@
 // One step of a register:
 //   decoder  slot = x & 4095; one gather of the slot words; x = freq * (x >> 12) + offset; the
 //            lanes that fell below 2^16 take the next words of the stream in lane order: one
-//            16-byte load, and a lane permutation from a 256-entry table indexed by the lanes' mask.
-//   encoder  two gathers of the symbols' (freq, cum) and reciprocals; the lanes at or above
+//            16-byte load, and a lane permutation from a 256-entry table indexed by the lanes' mask;
+//            bf16 and fp16 join symbols and rest bytes sixteen at a time, in 16-bit lanes.
+//   encoder  the symbols' (freq, cum) and reciprocals, from registers when the chunk's symbols
+//            fall in a window of 32 values (bf16, fp32: window_table), else by two gathers (fp16,
+//            and the registers with a symbol outside the window); the lanes at or above
 //            freq << 20 give up their low 16 bits, which one byte shuffle from a 256-entry table
 //            packs in lane order at the top of 16 bytes, stored just below the stream's current
 //            start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply
@@ -143,22 +146,25 @@ inline __m256i group_symbols(const std::uint8_t* in) {
 }
 
 // codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (eight partial
-// histograms, so that a hot symbol does not wait on its own counter).
+// histograms, so that a hot symbol does not wait on its own counter; the symbols leave the
+// register eight at a time, as 64-bit words).
 template <class E>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                             codec_detail::rans_plan* plan) {
   using L = format::chunk_layout<E>;
   if (shape.elems == 0) return false;
   alignas(64) std::uint32_t part[8][rans::symbols] = {};
-  alignas(32) std::uint8_t sym[32];
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (codec_detail::in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
     if (lanes == rans::lanes) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(sym), group_symbols<E>(in + first * L::elem_size));
-      for (unsigned i = 0; i < 32; i += 8)
-        for (unsigned k = 0; k < 8; ++k) ++part[k][sym[i + k]];
+      const __m256i s = group_symbols<E>(in + first * L::elem_size);
+      const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+      const std::uint64_t w[4] = {static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo)), static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1)),
+                                  static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi)), static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1))};
+      for (unsigned i = 0; i < 4; ++i)
+        for (unsigned k = 0; k < 8; ++k) ++part[k][(w[i] >> (8 * k)) & 0xFFu];
     } else {
       for (unsigned i = 0; i < lanes; ++i)
         ++part[i & 7][rans::split<E>::symbol(format::load_le<typename E::bits_type>(in + (first + i) * L::elem_size))];
@@ -196,6 +202,20 @@ inline __m256i join_lanes(__m256i sym, const std::uint8_t* bytes, const std::uin
   }
 }
 
+// bf16, fp16: sixteen elements, in lane order, from the symbols of two registers of eight lanes
+// (each below 256) and their sixteen rest bytes.
+template <class E>
+inline __m256i join_pairs(__m256i sym_a, __m256i sym_b, const std::uint8_t* bytes) {
+  const __m256i s = pack_u16(sym_a, sym_b);
+  const __m256i r = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+  if constexpr (std::is_same_v<E, bf16>)
+    return _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(r, _mm256_set1_epi16(0x80)), 8),
+                                           _mm256_slli_epi16(s, 7)),
+                           _mm256_and_si256(r, _mm256_set1_epi16(0x7F)));
+  else
+    return _mm256_or_si256(_mm256_slli_epi16(s, 8), r);
+}
+
 template <class E>
 inline void store_group(std::uint8_t* out, const __m256i (&v)[4]) {
   if constexpr (std::is_same_v<E, fp32>) {
@@ -227,6 +247,53 @@ struct alignas(64) encode_table {
   }
 };
 
+// The same lookups from registers (bf16, fp32), for the symbols of a window of 32 values: a
+// lookup is four vpermd and three blends in place of a gather. The window is the one that holds
+// the most of the chunk's frequency; a register with a lane outside it takes the gathers. (fp16's
+// symbol is the high byte, sign included, which spreads a chunk over two windows and more: eight
+// vpermd cost more than the gathers there, so fp16 keeps them.)
+struct window_table {
+  __m256i fc[4], rcp[4];
+  __m256i lo;
+  window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
+  window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
+    std::uint32_t run = 0, best = 0;
+    unsigned start = 0;
+    for (unsigned v = 0; v < rans::symbols; ++v) {
+      run += plan.freq[v];
+      if (v >= 32) run -= plan.freq[v - 32];
+      if (run > best) best = run, start = v >= 31 ? v - 31 : 0;
+    }
+    lo = _mm256_set1_epi32(static_cast<int>(start));
+    alignas(32) std::uint32_t f[32], r[32];
+    for (unsigned i = 0; i < 32; ++i) {
+      const unsigned v = start + i;
+      f[i] = v < rans::symbols ? et.freq_cum[v] : 0u;
+      r[i] = v < rans::symbols ? et.rcp[v] : 0u;
+    }
+    for (unsigned k = 0; k < 4; ++k) {
+      fc[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * k));
+      rcp[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(r + 8 * k));
+    }
+  }
+  // The two lookups of eight symbols; false when a lane's symbol is outside the window.
+  bool lookup(__m256i sym, __m256i* freq_cum, __m256i* recip) const {
+    const __m256i i = _mm256_sub_epi32(sym, lo);
+    if (!_mm256_testz_si256(i, _mm256_set1_epi32(~31))) return false;
+    const __m256 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 28)), b4 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 27));
+    const auto pick = [&](const __m256i* t) {
+      const auto two = [&](const __m256i* u) {
+        return _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(u[0], i)),
+                                _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(u[1], i)), b3);
+      };
+      return _mm256_castps_si256(_mm256_blendv_ps(two(t), two(t + 2), b4));
+    };
+    *freq_cum = pick(fc);
+    *recip = pick(rcp);
+    return true;
+  }
+};
+
 // Encodes one chunk (codec_detail::encode_rans_chunk's bytes).
 template <class E>
 std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
@@ -239,6 +306,8 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
+  constexpr bool windowed = !std::is_same_v<E, fp16>;
+  const window_table wt = windowed ? window_table(plan, et) : window_table();
   const mask_tables& mt = tables();
   rans::divisor div[rans::symbols];  // for the short group only
   std::uint64_t top = plan.cap;
@@ -274,8 +343,11 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
     __m256i sym[4];
     split_group<E>(in + first * L::elem_size, sym, bytes + at, words + at * W);
     for (int k = 3; k >= 0; --k) {
-      const __m256i fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
-      const __m256i rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
+      __m256i fc, rcp;
+      if (!windowed || !wt.lookup(sym[k], &fc, &rcp)) {
+        fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
+        rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
+      }
       const __m256i f = _mm256_and_si256(fc, lo16), cum = _mm256_srli_epi32(fc, 16);
       // push where x >= f << 20 (f = 4096 never pushes: (f << 20) - 1 wraps to 2^32 - 1)
       const __m256i push = cmpgt_epu32(X[k], _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one));
@@ -359,9 +431,16 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
       const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
       X[k] = _mm256_blendv_epi8(x1, fill, low);
       next += static_cast<unsigned>(_mm_popcnt_u32(mask));
-      v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + j + 8 * k, words + (j + 8 * k) * W);
+      if constexpr (std::is_same_v<E, fp32>) {
+        v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + j + 8 * k, words + (j + 8 * k) * W);
+      } else {
+        v[k] = _mm256_and_si256(e, ff);
+        if (k % 2 == 1)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (first + 8 * (k - 1)) * L::elem_size),
+                              join_pairs<E>(v[k - 1], v[k], bytes + j + 8 * (k - 1)));
+      }
     }
-    store_group<E>(out + first * L::elem_size, v);
+    if constexpr (std::is_same_v<E, fp32>) store_group<E>(out + first * L::elem_size, v);
     j += lanes;
   }
   if (next != n_words) return status::corrupt;
