@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
 #   1. builds the device tests and benchmarks for that GPU's architecture;
-#   2. runs the gpu-labelled tests;
+#   2. runs the gpu-labelled tests, and the host AVX-512 tests where the CPU has AVX-512;
 #   3. runs compute-sanitizer memcheck and racecheck on a small case;
 #   4. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy);
 #   5. prints a short summary table last.
@@ -81,6 +81,20 @@ if (cd build-gpu && ctest -L gpu --output-on-failure --timeout 300 >"$out/ctest.
 else
   note "gpu tests|FAIL|see ctest.log"
   grep -E "FAILED|failed|Error" "$out/ctest.log" | head -20
+fi
+
+# the host AVX-512 paths against the reference, where this machine's CPU has AVX-512 (the
+# development VM has none: there the test is built and skipped)
+cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+if cmake --build build-gpu -j "$(nproc)" --target test_host_simd_avx512 >>"$out/build.log" 2>&1; then
+  timeout 300 build-gpu/bin/test_host_simd_avx512 >"$out/host-avx512.log" 2>&1
+  case $? in
+    0) note "host AVX-512 tests|pass|$cpu: $(grep -E 'All tests passed' "$out/host-avx512.log" | tail -1)" ;;
+    77) note "host AVX-512 tests|skip|$cpu has no AVX-512 (BW, VL, VBMI, VBMI2)" ;;
+    *) note "host AVX-512 tests|FAIL|$cpu: see host-avx512.log" ;;
+  esac
+else
+  note "host AVX-512 tests|FAIL|build failed (see build.log)"
 fi
 
 # compute-sanitizer on small cases: the graph-captured round trip, and the decoder with blocks
