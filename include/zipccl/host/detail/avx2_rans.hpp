@@ -71,12 +71,6 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
   return _mm256_blend_epi32(even, odd, 0xAA);
 }
 
-// Unsigned a > b per 32-bit lane.
-inline __m256i cmpgt_epu32(__m256i a, __m256i b) {
-  const __m256i flip = _mm256_set1_epi32(static_cast<int>(0x80000000u));
-  return _mm256_cmpgt_epi32(_mm256_xor_si256(a, flip), _mm256_xor_si256(b, flip));
-}
-
 // Eight 32-bit lanes (each below 2^16) of a and of b as sixteen 16-bit values in lane order.
 inline __m256i pack_u16(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
@@ -349,16 +343,18 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
         rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
       }
       const __m256i f = _mm256_and_si256(fc, lo16), cum = _mm256_srli_epi32(fc, 16);
-      // push where x >= f << 20 (f = 4096 never pushes: (f << 20) - 1 wraps to 2^32 - 1)
-      const __m256i push = cmpgt_epu32(X[k], _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one));
-      const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(push)));
+      // push where x >= f << 20, i.e. where x is above t = (f << 20) - 1 (f = 4096 never pushes: t
+      // wraps to 2^32 - 1); stay marks the lanes where max(x, t) is t
+      const __m256i t = _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one);
+      const __m256i stay = _mm256_cmpeq_epi32(_mm256_max_epu32(X[k], t), t);
+      const unsigned mask = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(stay))) & 0xFFu;
       // (no branch on the mask: whether a register pushes is close to a coin toss)
       const __m256i lw = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(X[k], low_words), 0x08);
       const __m128i packed = _mm_shuffle_epi8(_mm256_castsi256_si128(lw),
                                               _mm_load_si128(reinterpret_cast<const __m128i*>(mt.pack[mask])));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + top - 16), packed);
       top -= 2 * static_cast<unsigned>(_mm_popcnt_u32(mask));
-      X[k] = _mm256_blendv_epi8(X[k], _mm256_srli_epi32(X[k], 16), push);
+      X[k] = _mm256_blendv_epi8(_mm256_srli_epi32(X[k], 16), X[k], stay);
       // x = q << 12 + r + cum with q = x / f, r = x % f
       __m256i q = mulhi_epu32(X[k], rcp);
       __m256i r = _mm256_sub_epi32(X[k], _mm256_mullo_epi32(q, f));
