@@ -289,6 +289,7 @@ void register_for(const std::string& label, const dataset& d) {
   reg("decompress/entropy", [&d](benchmark::State& s) { bm_decompress<R>(s, &d); });
   reg("fixed_wire/analytic", [&d](benchmark::State& s) { bm_fixed_wire<A>(s, &d); });
   reg("fixed_wire/histogram", [&d](benchmark::State& s) { bm_fixed_wire<H>(s, &d); });
+  reg("fixed_wire/entropy", [&d](benchmark::State& s) { bm_fixed_wire<R>(s, &d); });
   for (int level : {1, 3}) {
     reg("zstd" + std::to_string(level) + "/compress", [&d, level](benchmark::State& s) { bm_zstd_compress(s, &d, level); });
     reg("zstd" + std::to_string(level) + "/decompress", [&d, level](benchmark::State& s) { bm_zstd_decompress(s, &d, level); });

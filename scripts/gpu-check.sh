@@ -50,7 +50,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITE
   -DZIPCCL_BUILD_EXAMPLES=ON -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
   { tail -20 "$out/configure.log"; echo "gpu-check: configure failed"; exit 1; }
 targets=(test_cuda_codec test_cuda_chunk_codec test_cuda_block_codec test_cuda_context test_cuda_local
-  test_cuda_collectives test_cuda_collective_codecs)
+  test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy)
 cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
   { grep -E "error" "$out/build.log" | head -20; echo "gpu-check: build failed"; exit 1; }
 note "build (sm_$arch)|ok|$(elapsed)"

@@ -32,6 +32,7 @@
 
 #include <zipccl/collective/common.hpp>
 #include <zipccl/collective/detail/arith.hpp>
+#include <zipccl/collective/detail/fixed_wire.hpp>
 #include <zipccl/zipccl.hpp>
 #if ZIPCCL_TOOL_SUBSPACE
 #include <cmath>
@@ -264,6 +265,26 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
     out = std::move(buf);
   });
   return out;
+}
+
+// The spill budget (collective_options::device_wire.spill_permille) the device collectives need
+// for the tensor with one policy (spill_permille_for, default options; codebook::fixed calibrated
+// on the tensor).
+std::uint32_t device_budget(const tensor& t, const std::string& policy) {
+  std::uint32_t p = 0;
+  zipccl::visit_dtype(t.type, [&](auto e) {
+    using E = decltype(e);
+    std::vector<typename E::bits_type> v(t.count);
+    if (t.count) std::memcpy(v.data(), t.data(), t.bytes());
+    namespace cb = zipccl::codebook;
+    if (policy == "analytic") p = zipccl::spill_permille_for<zipccl::codec<E, cb::analytic_gaussian>>(v.data(), t.count);
+    else if (policy == "histogram") p = zipccl::spill_permille_for<zipccl::codec<E, cb::histogram>>(v.data(), t.count);
+    else if (policy == "entropy") p = zipccl::spill_permille_for<zipccl::codec<E, cb::entropy>>(v.data(), t.count);
+    else
+      p = zipccl::spill_permille_for<zipccl::codec<E, cb::fixed>>(v.data(), t.count, {},
+                                                                 cb::fixed::calibrate<E>(v.data(), t.count));
+  });
+  return p;
 }
 
 zipccl::host::compress_options compress_options_from(const args& a) {
@@ -500,8 +521,8 @@ struct plan_totals {
 // `plan --sample FILE`: every host policy's ratio and one-thread speeds measured on the sample as
 // the host collectives' wire codes it (best of 3 calls, round trip checked): the 3-bit policies in
 // dense chunks, codebook::entropy with zero masks where they pay. Each goes through the cost model
-// of the link; the policy that pays is the one with the lowest adaptive time. (The device
-// collectives take the 3-bit policies only: there is no device rANS encoder yet.)
+// of the link; the policy that pays is the one with the lowest adaptive time. Each also gets the
+// spill budget the device collectives' fixed-size wire needs for the sample (device_budget).
 template <class Evaluate>
 int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std::uint64_t bytes,
                   const zipccl::cost_model& base, const std::string& path, const Evaluate& evaluate) {
@@ -510,7 +531,7 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
   struct row {
     std::string name;
     double ratio, compress, decompress;
-    bool on_device;  // the device collectives take it
+    std::uint32_t spill_permille;  // the device collectives' budget for the sample
     plan_totals r;
   };
   std::vector<row> rows;
@@ -533,7 +554,8 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
     // a call too short for the clock is given the clock's resolution
     m.compress_bytes_per_second = static_cast<double>(t.bytes()) / std::max(cs, 1e-9);
     m.decompress_bytes_per_second = static_cast<double>(t.bytes()) / std::max(ds, 1e-9);
-    rows.push_back({p, m.ratio, m.compress_bytes_per_second, m.decompress_bytes_per_second, !rans, evaluate(m)});
+    rows.push_back(
+        {p, m.ratio, m.compress_bytes_per_second, m.decompress_bytes_per_second, device_budget(t, p), evaluate(m)});
   }
   const double plain = rows.front().r.plain;
   const row* best = nullptr;
@@ -550,8 +572,7 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
       o << (i ? "," : "") << "{\"codebook\":\"" << r.name << "\",\"ratio\":" << r.ratio
         << ",\"compress_bytes_per_second\":" << r.compress << ",\"decompress_bytes_per_second\":" << r.decompress
         << ",\"compressed_seconds\":" << r.r.packed << ",\"adaptive_seconds\":" << r.r.chosen
-        << ",\"adaptive_path\":\"" << r.r.path << "\",\"device_collectives\":" << (r.on_device ? "true" : "false")
-        << "}";
+        << ",\"adaptive_path\":\"" << r.r.path << "\",\"device_spill_permille\":" << r.spill_permille << "}";
     }
     o << "],\"pays\":\"" << pays << "\"}";
     std::printf("%s\n", o.str().c_str());
@@ -563,9 +584,10 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
                 path.c_str(), static_cast<unsigned long long>(t.count));
     std::printf("  plain                                                  %12.6f ms\n", plain * 1e3);
     for (const auto& r : rows)
-      std::printf("  %-9s ratio %6.3f  codec %6.2f / %6.2f GB/s  compressed %12.6f ms  adaptive %12.6f ms (%s)%s\n",
+      std::printf("  %-9s ratio %6.3f  codec %6.2f / %6.2f GB/s  compressed %12.6f ms  adaptive %12.6f ms (%s)"
+                  "  device spill budget %u\n",
                   r.name.c_str(), r.ratio, r.compress / 1e9, r.decompress / 1e9, r.r.packed * 1e3, r.r.chosen * 1e3,
-                  r.r.path, r.on_device ? "" : "  [host collectives only: no device encoder yet]");
+                  r.r.path, r.spill_permille);
     if (best)
       std::printf("  pays: %s (%.3gx faster than plain)\n", pays.c_str(), plain / best->r.chosen);
     else

@@ -83,59 +83,7 @@ TEMPLATE_LIST_TEST_CASE("device collectives equal the host collectives and the p
 
 TEMPLATE_LIST_TEST_CASE("the device writes the fixed-size wire byte for byte as the host reference, and reads it alike",
                         "[gpu][cuda_collective][fixed_wire]", device_codecs) {
-  using T = typename TestType::bits_type;
-  using F = collective::detail::fixed_wire<TestType>;
-  using tuning = zipccl::cuda::default_tuning;
-  collective_options opt;
-  opt.pipeline.segment_elems = 3 * 8192;
-  for (std::uint64_t count : {1ull, 8191ull, 3ull * 8192, 100000ull}) {
-    INFO("count " << count);
-    const auto in = input_of<TestType>(count, 3);
-    const auto g = zipccl::cuda::collective_detail::geometry<TestType, tuning>(count, opt);
-    testing::device_buffer<T> src(count);
-    src.put(in.data(), count);
-    testing::device_buffer<std::uint8_t> staging(g.staging_bytes() + 1), wire(g.total_bytes() + 1);
-    testing::device_buffer<std::uint64_t> spans(g.chunks() + 1), key(1);
-    testing::device_buffer<T> back(count);
-    const std::uint64_t none = ~0ull;
-    key.put(&none, 1);
-    REQUIRE(zipccl::cuda::collective_detail::encode_block<TestType, tuning>(
-                nullptr, reinterpret_cast<const std::uint8_t*>(src.p), g, staging.p, wire.p, true, {},
-                reinterpret_cast<unsigned long long*>(key.p), 1) == status::success);
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    REQUIRE(key.get(1)[0] == none);
-    const auto dev = wire.get(g.total_bytes());
-    // the host reference, segment by segment
-    std::vector<std::uint8_t> host(g.total_bytes()), scratch(F::scratch_bytes(8192));
-    for (std::uint64_t seg = 0; seg < g.segments; ++seg)
-      REQUIRE(F::encode({}, in.data() + seg * g.seg, g.seg_elems(seg), 8192, true, count, seg, opt.device_wire.spill_permille,
-                        host.data() + g.seg_offset(seg), scratch.data()) == status::success);
-    CHECK(dev == host);
-    // and the device reads what the host wrote, with the host's verdict on a damaged copy
-    for (int damage = 0; damage < 3; ++damage) {
-      auto bytes = host;
-      if (damage == 1) bytes[16 + 40] ^= 0x04;              // a plane bit of chunk 0 (checksums on)
-      if (damage == 2) bytes[8] ^= 0x01;                    // the preamble's segment index
-      wire.put(bytes.data(), bytes.size());
-      key.put(&none, 1);
-      REQUIRE(zipccl::cuda::collective_detail::unpack_block<TestType>(nullptr, wire.p, g, staging.p, spans.p,
-                                                                      reinterpret_cast<unsigned long long*>(key.p),
-                                                                      2) == status::success);
-      REQUIRE(zipccl::cuda::collective_detail::decode_block<TestType, tuning, zipccl::cuda::detail::decode_mode::store>(
-                  nullptr, staging.p, spans.p, g, true, reinterpret_cast<std::uint8_t*>(back.p), nullptr, nullptr, {},
-                  reinterpret_cast<unsigned long long*>(key.p), 2) == status::success);
-      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-      const status got = zipccl::cuda::detail::key_status(key.get(1)[0]);
-      std::vector<T> ref(count);
-      status want = status::success;
-      for (std::uint64_t seg = 0; seg < g.segments && want == status::success; ++seg)
-        want = F::decode_into(bytes.data() + g.seg_offset(seg), g.seg_elems(seg), 8192, true, count, seg,
-                              opt.device_wire.spill_permille, ref.data() + seg * g.seg, scratch.data());
-      INFO("damage " << damage);
-      CHECK(got == want);
-      if (damage == 0) CHECK(back.get(count) == in);
-    }
-  }
+  check_fixed_wire_bytes<TestType>(collective_options{});
 }
 
 TEST_CASE("one segment per block (segment_elems 0) and the adaptive strategy on the device", "[gpu][cuda_collective]") {

@@ -12,8 +12,9 @@ using all_codecs = std::tuple<
     codec<fp16, codebook::analytic_gaussian>, codec<fp16, codebook::histogram>, codec<fp16, codebook::fixed>,
     codec<fp32, codebook::analytic_gaussian>, codec<fp32, codebook::histogram>, codec<fp32, codebook::fixed>>;
 
-// The codecs the stream executors (host and device) and the host collectives take: all of the
-// above and the rANS policy (codebook::entropy), which the device collectives do not take yet.
+// All of the above and the rANS policy (codebook::entropy), which every executor and collective
+// takes; its tests on the device collectives' fixed-size wire (tests/cuda/
+// test_cuda_collective_entropy.cu) set a spill budget for its rANS bodies.
 using host_codecs = std::tuple<
     codec<bf16, codebook::analytic_gaussian>, codec<bf16, codebook::histogram>, codec<bf16, codebook::fixed>,
     codec<bf16, codebook::entropy>,

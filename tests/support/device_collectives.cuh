@@ -163,6 +163,71 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
   return res;
 }
 
+// The device's encode_block writes the fixed-size wire byte for byte as the host reference
+// (fixed_wire::encode) at opt's spill budget, and its unpack_block and decode_block read what the
+// host wrote, intact or damaged, with the host's verdict (segments of three default chunks).
+template <class Codec>
+void check_fixed_wire_bytes(collective_options opt) {
+  using T = typename Codec::bits_type;
+  using F = collective::detail::fixed_wire<Codec>;
+  using tuning = zipccl::cuda::default_tuning;
+  opt.pipeline.segment_elems = 3 * 8192;
+  for (std::uint64_t count : {1ull, 8191ull, 3ull * 8192, 100000ull}) {
+    INFO("count " << count);
+    const auto in = input_of<Codec>(count, 3);
+    const auto g = zipccl::cuda::collective_detail::geometry<Codec, tuning>(count, opt);
+    testing::device_buffer<T> src(count);
+    src.put(in.data(), count);
+    testing::device_buffer<std::uint8_t> staging(g.staging_bytes() + 1), wire(g.total_bytes() + 1);
+    testing::device_buffer<std::uint64_t> spans(g.chunks() + 1), key(1);
+    testing::device_buffer<T> back(count);
+    const std::uint64_t none = ~0ull;
+    key.put(&none, 1);
+    REQUIRE(zipccl::cuda::collective_detail::encode_block<Codec, tuning>(
+                nullptr, reinterpret_cast<const std::uint8_t*>(src.p), g, staging.p, wire.p, true, {},
+                reinterpret_cast<unsigned long long*>(key.p), 1) == status::success);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    REQUIRE(key.get(1)[0] == none);
+    const auto dev = wire.get(g.total_bytes());
+    // the host reference, segment by segment
+    std::vector<std::uint8_t> host(g.total_bytes()), scratch(F::scratch_bytes(8192));
+    for (std::uint64_t seg = 0; seg < g.segments; ++seg)
+      REQUIRE(F::encode({}, in.data() + seg * g.seg, g.seg_elems(seg), 8192, true, count, seg, opt.device_wire.spill_permille,
+                        host.data() + g.seg_offset(seg), scratch.data()) == status::success);
+    CHECK(dev == host);
+    // and the device reads what the host wrote, with the host's verdict on a damaged copy
+    // (damage 1: a byte 40 into the first segment's fixed parts: a plane bit of chunk 0, or for
+    // codebook::entropy the header of chunk 1 or the spill; damage 3: a byte in the middle of the
+    // first segment's spill area, for codebook::entropy a rANS body)
+    const std::uint64_t spill_mid = F::preamble + collective::detail::wire<Codec>::fixed_bytes(g.seg_elems(0), 8192) +
+                                    F::spill_bytes(g.seg_elems(0), opt.device_wire.spill_permille) / 2;
+    for (int damage = 0; damage < 4; ++damage) {
+      auto bytes = host;
+      if (damage == 1) bytes[16 + 40] ^= 0x04;
+      if (damage == 2) bytes[8] ^= 0x01;  // the preamble's segment index
+      if (damage == 3) bytes[spill_mid] ^= 0x10;
+      wire.put(bytes.data(), bytes.size());
+      key.put(&none, 1);
+      REQUIRE(zipccl::cuda::collective_detail::unpack_block<Codec>(nullptr, wire.p, g, staging.p, spans.p,
+                                                                      reinterpret_cast<unsigned long long*>(key.p),
+                                                                      2) == status::success);
+      REQUIRE(zipccl::cuda::collective_detail::decode_block<Codec, tuning, zipccl::cuda::detail::decode_mode::store>(
+                  nullptr, staging.p, spans.p, g, true, reinterpret_cast<std::uint8_t*>(back.p), nullptr, nullptr, {},
+                  reinterpret_cast<unsigned long long*>(key.p), 2) == status::success);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      const status got = zipccl::cuda::detail::key_status(key.get(1)[0]);
+      std::vector<T> ref(count);
+      status want = status::success;
+      for (std::uint64_t seg = 0; seg < g.segments && want == status::success; ++seg)
+        want = F::decode_into(bytes.data() + g.seg_offset(seg), g.seg_elems(seg), 8192, true, count, seg,
+                              opt.device_wire.spill_permille, ref.data() + seg * g.seg, scratch.data());
+      INFO("damage " << damage);
+      CHECK(got == want);
+      if (damage == 0) CHECK(back.get(count) == in);
+    }
+  }
+}
+
 inline const char* name_of(int which) { return which == 0 ? "all_gather" : which == 1 ? "reduce_scatter" : "all_reduce"; }
 
 // "" when every rank's call succeeded and every named result equals the host's answer on every

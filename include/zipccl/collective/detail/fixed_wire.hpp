@@ -9,7 +9,8 @@
 // bytes for m elements: the preamble, every chunk's fixed part at an offset that depends only on
 // the chunk's index (so encoders write it in place, no look-back), then the spill area: every
 // chunk's remaining bytes (its escapes and padding, or the rest of a chunk that fell back to
-// stored) back to back in chunk order, then zeros up to the spill budget
+// stored; for codebook::entropy, whose fixed part is only the header and the zero mask's room,
+// the whole rANS body) back to back in chunk order, then zeros up to the spill budget
 //
 //   spill_bytes(m) = align16(ceil(m * spill_permille / 1000)).
 //
@@ -46,9 +47,6 @@ inline std::uint64_t device_segment_elems(std::uint64_t segment_elems) {
 
 template <class Codec>
 struct fixed_wire {
-  static_assert(!wire<Codec>::rans,
-                "zipccl device collectives: codebook::entropy (rANS) does not travel on the fixed-size device "
-                "wire yet; use analytic_gaussian, histogram or fixed (the host collectives take entropy)");
   using W = wire<Codec>;
   using E = typename Codec::element_type;
   static constexpr std::uint64_t preamble = 16;
@@ -89,7 +87,8 @@ struct fixed_wire {
     for (std::uint64_t first = 0; first < m && !overflow; first += chunk_elems) {
       const std::uint64_t k = m - first < chunk_elems ? m - first : chunk_elems;
       const std::uint64_t f = W::chunk_fixed(k);
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, false, scratch);
+      // (zero masks with rANS only, as on the host collectives' wire: their room is in the fixed part)
+      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, W::rans, scratch);
       if (size - f > room - used) {
         overflow = true;
         break;

@@ -33,8 +33,8 @@ template <class Codec>
 struct wire {
   using E = typename Codec::element_type;
   using L = format::chunk_layout<E>;
-  // rANS chunks, and with them zero masks (the host collectives only: fixed_wire, the device
-  // collectives' wire, is not laid out for them and refuses the policy)
+  // rANS chunks, and with them zero masks (on this wire and on fixed_wire, the device
+  // collectives')
   static constexpr bool rans = codebook::is_entropy_v<typename Codec::codebook_type>;
 
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t chunk_fixed(std::uint64_t m) {

@@ -86,10 +86,15 @@ struct wire_geometry {
   }
 };
 
-// The span of a chunk from its header (the stream's rules), or 0 when the header breaks them.
-template <class E>
+// The span of a chunk from its fixed part (the stream's rules), or 0 when it breaks them: the
+// header (3-bit policies: stored and coded chunks only), or the header and the zero mask's room
+// (codebook::entropy: any mode), as wire::chunk_span reads it on the host.
+template <class Codec>
 __device__ __forceinline__ std::uint64_t chunk_span_of(const std::uint8_t* chunk, std::uint64_t m) {
-  return codec_detail::dense_chunk_span<E>(format::read_chunk_header(chunk), m);
+  using E = typename Codec::element_type;
+  using W = collective::detail::wire<Codec>;
+  if constexpr (W::rans) return codec_detail::chunk_span_from_head<E>(chunk, W::chunk_fixed(m), m);
+  else return codec_detail::dense_chunk_span<E>(format::read_chunk_header(chunk), m);
 }
 
 __device__ __forceinline__ void copy_bytes(std::uint8_t* dst, const std::uint8_t* src, std::uint64_t n) {
@@ -114,7 +119,7 @@ __global__ void __launch_bounds__(Tuning::threads)
   const std::uint64_t c = c0 + blockIdx.x, m = g.chunk_elems(c);
   typename enc::runs_type v;
   enc::load(src + c * g.chunk * Codec::element_size, m, v);
-  enc e(temp, policy, false);  // the wire carries no zero masks
+  enc e(temp, policy, collective::detail::wire<Codec>::rans);  // zero masks with rANS only
   (void)e.plan(v, m);
   e.write(v, m, staging + c * g.stride(), checksum);
 }
@@ -150,7 +155,7 @@ __global__ void pack_kernel(const std::uint8_t* staging, wire_geometry<Codec> g,
   // rather than a tail wrapping around)
   auto tail_of = [&](std::uint64_t i) -> unsigned long long {
     const std::uint64_t m = g.chunk_elems(i);
-    const std::uint64_t span = chunk_span_of<E>(staging + i * g.stride(), m);
+    const std::uint64_t span = chunk_span_of<Codec>(staging + i * g.stride(), m);
     return span >= W::chunk_fixed(m) ? span - W::chunk_fixed(m) : ~0ull >> 8;
   };
   unsigned long long before = 0, total = 0;
@@ -166,7 +171,7 @@ __global__ void pack_kernel(const std::uint8_t* staging, wire_geometry<Codec> g,
   if (overflow) return;
   const std::uint64_t m = g.chunk_elems(c), f = W::chunk_fixed(m);
   const std::uint8_t* slot = staging + c * g.stride();
-  const std::uint64_t span = chunk_span_of<E>(slot, m);
+  const std::uint64_t span = chunk_span_of<Codec>(slot, m);
   std::uint8_t* spill = seg + F::preamble + W::fixed_bytes(m_seg, g.chunk);
   copy_bytes(seg + F::preamble + j * W::chunk_fixed(g.chunk), slot, f);
   copy_bytes(spill + before, slot + f, span - f);
@@ -214,7 +219,7 @@ __global__ void unpack_kernel(const std::uint8_t* wire, wire_geometry<Codec> g, 
   auto tail_of = [&](std::uint64_t i) -> unsigned long long {
     const std::uint64_t m = g.chunk_elems(i);
     const std::uint8_t* h = fixed + (i - first) * W::chunk_fixed(g.chunk);
-    const std::uint64_t span = chunk_span_of<E>(h, m);
+    const std::uint64_t span = chunk_span_of<Codec>(h, m);
     if (span == 0) {
       atomicMin(&first_bad, static_cast<unsigned long long>(i - first));
       return 0;
@@ -252,7 +257,7 @@ __global__ void unpack_kernel(const std::uint8_t* wire, wire_geometry<Codec> g, 
   }
   const std::uint64_t m = g.chunk_elems(c), f = W::chunk_fixed(m);
   const std::uint8_t* h = fixed + j * W::chunk_fixed(g.chunk);
-  const std::uint64_t span = chunk_span_of<E>(h, m);
+  const std::uint64_t span = chunk_span_of<Codec>(h, m);
   std::uint8_t* slot = staging + c * g.stride();
   copy_bytes(slot, h, f);
   copy_bytes(slot + f, spill + before, span - f);
@@ -277,7 +282,10 @@ __global__ void __launch_bounds__(Tuning::threads)
                   typename Codec::codebook_type policy, unsigned long long* key, std::uint64_t stage) {
   using E = typename Codec::element_type;
   using bits = typename E::bits_type;
-  using dec = block_decode<E, Tuning::threads>;  // (the device wires carry no rANS chunks)
+  constexpr bool rans = collective::detail::wire<Codec>::rans;
+  static_assert(!rans || block_decode_takes_rans<E, Tuning::threads>,
+                "zipccl device collectives: codebook::entropy takes a tuning of at most 512 threads (fp32: 256)");
+  using dec = block_decode<E, Tuning::threads, rans>;
   using enc = block_encode<E, typename Codec::codebook_type, Tuning::threads, Tuning::items_per_thread>;
   constexpr int T = Tuning::threads;
   __shared__ union {
@@ -319,7 +327,7 @@ __global__ void __launch_bounds__(Tuning::threads)
         }
       }
     } else {
-      enc e(temp.e, policy, false);  // the wire carries no zero masks
+      enc e(temp.e, policy, rans);  // zero masks with rANS only
       (void)e.plan(v, m);
       e.write(v, m, next_staging + c * g.stride(), checksum);
     }

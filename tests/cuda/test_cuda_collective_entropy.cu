@@ -1,0 +1,60 @@
+// The device collectives (gpu) with codebook::entropy, whose chunks travel on the fixed-size wire
+// with only their header and zero-mask room in place and the rANS body in the spill area: the
+// device writes that wire byte for byte as the host reference and reads it alike (intact and
+// damaged), every collective is bit-identical to the host collectives and the plain device path,
+// and a budget too small for the bodies is wire_overflow on both ends. A translation unit of its
+// own, so that nvcc builds it beside the other collective tests.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <tuple>
+
+#include "../support/device_collectives.cuh"
+
+using namespace zipccl;
+using namespace zipccl::testing::device_collectives;
+
+namespace {
+using entropy_codecs = std::tuple<codec<bf16, codebook::entropy>, codec<fp16, codebook::entropy>,
+                                  codec<fp32, codebook::entropy>>;
+// Room for any chunk, stored ones included.
+constexpr std::uint32_t roomy = 4000;
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("entropy: the device writes the fixed-size wire byte for byte as the host reference",
+                        "[gpu][cuda_collective][fixed_wire][rans]", entropy_codecs) {
+  collective_options opt;
+  opt.device_wire.spill_permille = roomy;
+  check_fixed_wire_bytes<TestType>(opt);
+}
+
+TEMPLATE_LIST_TEST_CASE("entropy: device collectives equal the host collectives and the plain device path",
+                        "[gpu][cuda_collective][rans]", entropy_codecs) {
+  collective_options opt;
+  opt.pipeline.segment_elems = 16384;
+  opt.device_wire.spill_permille = roomy;
+  for (int n : {1, 2, 3, 4, 8}) {
+    for (std::uint64_t count : {0ull, 1ull, 12345ull, 16384ull, 3ull * 16384 + 1}) {
+      for (int which = 0; which < 3; ++which) {
+        const op reduction = which == 2 && n == 3 ? op::avg : op::sum;
+        INFO(name_of(which) << ", " << n << " ranks, count " << count);
+        CHECK(check_every_path<TestType>(which, n, count, reduction, opt) == "");
+      }
+    }
+  }
+}
+
+TEST_CASE("entropy at the default spill budget is wire_overflow on every rank, never a wrong value",
+          "[gpu][cuda_collective][rans]") {
+  using C = codec<bf16, codebook::entropy>;
+  collective_options opt;  // spill_permille 40: far too little for rANS bodies
+  for (bool pipelined : {false, true}) {
+    INFO("pipelined " << pipelined);
+    ranks_on_gpu g(2);
+    cuda_local_world world(2);
+    (void)on_device<C, strategy::always>(2, 2, 40000, op::sum, opt, g, world, pipelined);
+    for (int r = 0; r < 2; ++r) CHECK(g.statuses[r] == status::wire_overflow);
+  }
+}
+
+int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }
