@@ -45,10 +45,11 @@ TEMPLATE_LIST_TEST_CASE("fixed-size segments round-trip bit for bit", "[collecti
   using T = typename TestType::bits_type;
   using F = fixed_wire<TestType>;
   // codebook::entropy's spill holds its rANS bodies: a tight budget is a little under the stored
-  // size (fp16 in 1024-element chunks saves only about 3% after each chunk's table and states)
+  // size (fp16 in 1024-element chunks saves only about 3% after each chunk's table and states, so
+  // its tight budget overflows)
   constexpr bool rans = wire<TestType>::rans;
-  constexpr std::uint32_t tight =
-      !rans ? 40u : std::is_same_v<typename TestType::element_type, fp16> ? 1990u : 950u * sizeof(T);
+  constexpr bool rans16 = rans && std::is_same_v<typename TestType::element_type, fp16>;
+  constexpr std::uint32_t tight = !rans ? 40u : rans16 ? 1700u : 950u * sizeof(T);
   std::mt19937_64 rng(7);
   for (std::uint64_t chunk : {256u, 1024u}) {
     for (std::uint64_t m : {0ull, 1ull, 31ull, 255ull, 256ull, 257ull, 1023ull, 4097ull, 20000ull}) {
@@ -63,7 +64,7 @@ TEMPLATE_LIST_TEST_CASE("fixed-size segments round-trip bit for bit", "[collecti
           // only with tiny chunks or segments, where the chunks' padding to 16 bytes (up to 15
           // bytes per chunk: 5.9% of a 256-element chunk) exceeds a 4% budget, or where a rANS
           // chunk's table and states (about 150 bytes) outweigh what its stream saves
-          CHECK((chunk == 256 || m < 1024));
+          CHECK((chunk == 256 || m < 1024 || rans16));
           continue;
         }
         REQUIRE(enc == status::success);
@@ -227,6 +228,6 @@ TEMPLATE_TEST_CASE("the measured budget fits each kind of ../shared/data within 
     CHECK(y.overflows == 0);
     CHECK(y.fixed >= 0.985 * y.variable);
     CHECK(y.variable > h.variable);  // and it is the smaller wire
-    CHECK(measure<Y>(data, py - 6, opt).overflows > 0);
+    if (py > 5) CHECK(measure<Y>(data, py - 6, opt).overflows > 0);
   }
 }

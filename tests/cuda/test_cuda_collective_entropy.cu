@@ -26,6 +26,9 @@ TEMPLATE_LIST_TEST_CASE("entropy: the device writes the fixed-size wire byte for
   collective_options opt;
   opt.device_wire.spill_permille = roomy;
   check_fixed_wire_bytes<TestType>(opt);
+  // four rows of 512 in five all zero: chunks with zero masks, whose span the fixed part's mask
+  // gives (the last, shorter chunk of a segment included)
+  check_fixed_wire_bytes<TestType>(opt, true);
 }
 
 TEMPLATE_LIST_TEST_CASE("entropy: device collectives equal the host collectives and the plain device path",

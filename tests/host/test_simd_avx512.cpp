@@ -1,4 +1,4 @@
-// test_simd.cpp built for AVX-512 (tests/CMakeLists.txt: -march=icelake-server, so
+// test_simd.cpp built for AVX-512 (tests/CMakeLists.txt: ZIPCCL_AVX512_FLAGS, so
 // ZIPCCL_HAS_AVX512 holds): the AVX-512 paths against the reference. support/cpu_gate_main.cpp
 // skips the run on CPUs without those features.
 #include "test_simd.cpp"

@@ -166,15 +166,19 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
 // The device's encode_block writes the fixed-size wire byte for byte as the host reference
 // (fixed_wire::encode) at opt's spill budget, and its unpack_block and decode_block read what the
 // host wrote, intact or damaged, with the host's verdict (segments of three default chunks).
+// zero_rows: most rows of 512 elements all +0.0 (zero groups; with codebook::entropy, zero masks).
 template <class Codec>
-void check_fixed_wire_bytes(collective_options opt) {
+void check_fixed_wire_bytes(collective_options opt, bool zero_rows = false) {
   using T = typename Codec::bits_type;
   using F = collective::detail::fixed_wire<Codec>;
   using tuning = zipccl::cuda::default_tuning;
   opt.pipeline.segment_elems = 3 * 8192;
   for (std::uint64_t count : {1ull, 8191ull, 3ull * 8192, 100000ull}) {
     INFO("count " << count);
-    const auto in = input_of<Codec>(count, 3);
+    auto in = input_of<Codec>(count, 3);
+    if (zero_rows)
+      for (std::uint64_t i = 0; i < count; ++i)
+        if ((i / 512) % 5 != 2) in[i] = 0;  // four rows in five
     const auto g = zipccl::cuda::collective_detail::geometry<Codec, tuning>(count, opt);
     testing::device_buffer<T> src(count);
     src.put(in.data(), count);
@@ -196,12 +200,16 @@ void check_fixed_wire_bytes(collective_options opt) {
                         host.data() + g.seg_offset(seg), scratch.data()) == status::success);
     CHECK(dev == host);
     // and the device reads what the host wrote, with the host's verdict on a damaged copy
-    // (damage 1: a byte 40 into the first segment's fixed parts: a plane bit of chunk 0, or for
-    // codebook::entropy the header of chunk 1 or the spill; damage 3: a byte in the middle of the
-    // first segment's spill area, for codebook::entropy a rANS body)
-    const std::uint64_t spill_mid = F::preamble + collective::detail::wire<Codec>::fixed_bytes(g.seg_elems(0), 8192) +
-                                    F::spill_bytes(g.seg_elems(0), opt.device_wire.spill_permille) / 2;
+    // (damage 1: byte 40 of chunk 0, a plane bit, or for codebook::entropy its zero mask or the
+    // first bytes of its body; damage 3: the middle of the first segment's spill bytes in use,
+    // escapes or, for codebook::entropy, a rANS body)
+    std::uint64_t used = 0;
+    REQUIRE(F::open(host.data(), g.seg_elems(0), 8192, count, 0, opt.device_wire.spill_permille, &used) ==
+            status::success);
+    const std::uint64_t spill_mid =
+        F::preamble + collective::detail::wire<Codec>::fixed_bytes(g.seg_elems(0), 8192) + used / 2;
     for (int damage = 0; damage < 4; ++damage) {
+      if (damage == 3 && used == 0) continue;
       auto bytes = host;
       if (damage == 1) bytes[16 + 40] ^= 0x04;
       if (damage == 2) bytes[8] ^= 0x01;  // the preamble's segment index

@@ -7,10 +7,11 @@
 // argues the choice; docs/FORMAT.md ("rANS chunk") has the bytes; codec/rans.hpp the shared code.
 //
 // Where it runs today: the host executor (the reference and an AVX2 path, encoder and decoder),
-// the host collectives (their wire carries rANS chunks and zero masks), and the device executor
+// the host collectives (their wire carries rANS chunks and zero masks), the device executor
 // (cuda::compress and cuda::decompress; cuda::block_encode and cuda::block_decode with Entropy =
-// true; compiled, not yet run on a GPU). Not yet: the device collectives (a compile error) and an
-// AVX-512 path (AVX-512 CPUs take the AVX2 one).
+// true) and the device collectives (their fixed-size wire carries the rANS bodies in its spill
+// area, so they need a budget near the raw size: spill_permille_for); the device code is
+// compiled, not yet run on a GPU. Not yet: an AVX-512 path (AVX-512 CPUs take the AVX2 one).
 #pragma once
 
 #include "../config.hpp"

@@ -129,8 +129,8 @@ struct pipeline_options {
 // bytes of escapes (and of the rest of chunks that fall back to stored). A segment whose escapes
 // exceed it fails with status::wire_overflow on every rank. 40 (about 1.3% of the bf16 ratio)
 // fits Gaussian-like tensors with the 3-bit policies. codebook::entropy keeps only each chunk's
-// header and zero-mask room in place, so its spill holds the whole rANS body: about 1,400 for
-// Gaussian bf16, 1,750 for fp16 and 3,400 for fp32 (and far less for row-sparse gradients).
+// header and zero-mask room in place, so its spill holds the whole rANS body: about 1,340 for
+// Gaussian bf16, 1,730 for fp16 and 3,340 for fp32 (and far less for row-sparse gradients).
 // spill_permille_for() measures what a sample needs. The host collectives send a segment's tails
 // in a message of their own and ignore it.
 struct fixed_wire_options {
@@ -241,15 +241,16 @@ inline std::uint64_t signature_mix(std::uint64_t x) {
   x *= 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-// (The wire's layout is in it too: codebook::entropy lays chunks out unlike the 3-bit policies,
-// which share theirs.)
+// (The wire's layout is in it too, whatever the path: codebook::entropy lays chunks out unlike
+// the 3-bit policies, which share theirs, and a call's later stages may be compressed when its
+// first is not, as all_reduce's all_gather after a plain reduce_scatter.)
 template <class Codec>
 std::uint64_t call_signature(call_kind kind, bool compressed, std::uint64_t count, std::uint64_t settings = 0) {
   const std::uint64_t rans = codebook::is_entropy_v<typename Codec::codebook_type> ? 1 : 0;
   const std::uint64_t x = count * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(kind) |
                                                           static_cast<std::uint64_t>(Codec::type) << 8 |
                                                           static_cast<std::uint64_t>(compressed) << 16 |
-                                                          (compressed ? rans : 0) << 24);
+                                                          rans << 24);
   return signature_mix(signature_mix(x) ^ settings);
 }
 // The options that change what travels (chunk and segment sizes, checksums) and the reduction

@@ -12,7 +12,8 @@
 // captured in a CUDA graph (with a transport whose work can be) and replayed. Every message size
 // follows from the counts alone: compressed segments travel on the fixed-size wire
 // (docs/FORMAT.md, "Fixed-size segments"), with room for
-// collective_options::device_wire.spill_permille escape bytes per 1000 elements.
+// collective_options::device_wire.spill_permille bytes per 1000 elements past each chunk's fixed
+// part (the escapes of the 3-bit policies; codebook::entropy's rANS bodies).
 //
 // Streams (cuda/pipeline.cuh): the last argument but the options is a cuda::lanes, which a plain
 // cudaStream_t converts to: the call then runs on that stream alone. With the lanes of a
