@@ -21,17 +21,7 @@ using more_codecs = std::tuple<codec<bf16, codebook::histogram>, codec<bf16, cod
 
 TEMPLATE_LIST_TEST_CASE("every codec: device collectives equal the host collectives and the plain device path",
                         "[gpu][cuda_collective]", more_codecs) {
-  collective_options opt;
-  opt.pipeline.segment_elems = 16384;
-  for (int n : {1, 2, 3, 4, 8}) {
-    for (std::uint64_t count : {0ull, 1ull, 12345ull, 16384ull, 3ull * 16384 + 1}) {
-      for (int which = 0; which < 3; ++which) {
-        const op reduction = which == 2 && n == 3 ? op::avg : op::sum;
-        INFO(name_of(which) << ", " << n << " ranks, count " << count);
-        CHECK(check_every_path<TestType>(which, n, count, reduction, opt) == "");
-      }
-    }
-  }
+  check_every_collective<TestType>(collective_options{});
 }
 
 int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }
