@@ -142,7 +142,8 @@ def main():
         found[i][name] = r if old is None else (r[0], min(old[1], r[1]), min(old[2], r[2]))
 
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(max(1, args.rounds)):
+        for k in range(max(1, args.rounds)):
+            print(f"compare_peers: round {k + 1} of {max(1, args.rounds)}", file=sys.stderr, flush=True)
             for i, (dtype, label, raw) in enumerate(sets):
                 for policy in ("analytic", "histogram", "entropy"):
                     keep(i, policy, run_zipccl(args.zipccl, dtype, raw, policy, args.reps, tmp))

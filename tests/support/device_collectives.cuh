@@ -202,18 +202,20 @@ void check_fixed_wire_bytes(collective_options opt, bool zero_rows = false) {
     // and the device reads what the host wrote, with the host's verdict on a damaged copy
     // (damage 1: byte 40 of chunk 0, a plane bit, or for codebook::entropy its zero mask or the
     // first bytes of its body; damage 3: the middle of the first segment's spill bytes in use,
-    // escapes or, for codebook::entropy, a rANS body)
+    // escapes or, for codebook::entropy, a rANS body; damage 4: the first unused spill byte,
+    // which must stay zero)
     std::uint64_t used = 0;
     REQUIRE(F::open(host.data(), g.seg_elems(0), 8192, count, 0, opt.device_wire.spill_permille, &used) ==
             status::success);
-    const std::uint64_t spill_mid =
-        F::preamble + collective::detail::wire<Codec>::fixed_bytes(g.seg_elems(0), 8192) + used / 2;
-    for (int damage = 0; damage < 4; ++damage) {
-      if (damage == 3 && used == 0) continue;
+    const std::uint64_t spill = F::preamble + collective::detail::wire<Codec>::fixed_bytes(g.seg_elems(0), 8192);
+    const std::uint64_t room = F::spill_bytes(g.seg_elems(0), opt.device_wire.spill_permille);
+    for (int damage = 0; damage < 5; ++damage) {
+      if ((damage == 3 && used == 0) || (damage == 4 && used == room)) continue;
       auto bytes = host;
       if (damage == 1) bytes[16 + 40] ^= 0x04;
       if (damage == 2) bytes[8] ^= 0x01;  // the preamble's segment index
-      if (damage == 3) bytes[spill_mid] ^= 0x10;
+      if (damage == 3) bytes[spill + used / 2] ^= 0x10;
+      if (damage == 4) bytes[spill + used] = 0x01;
       wire.put(bytes.data(), bytes.size());
       key.put(&none, 1);
       REQUIRE(zipccl::cuda::collective_detail::unpack_block<Codec>(nullptr, wire.p, g, staging.p, spans.p,
