@@ -10,7 +10,9 @@
 // Rows per op, data and link: `plain` (strategy::never), `compressed` (strategy::always on each
 // rank's stream alone), `pipelined` (strategy::always on a cuda::pipeline: codec kernels and
 // transfers on two streams) and `adaptive` (pipelined; the cost model holds the modelled link and
-// the device codec speeds this binary measures first, per rank: the GPU's speed / 8).
+// the device codec speeds this binary measures first, per rank: the GPU's speed / 8); for
+// all_reduce also `compressed_entropy` and `pipelined_entropy`, codebook::entropy at the spill
+// budget spill_permille_for measures on the data (counter `spill_permille`).
 // Each iteration enqueues the call on every rank from one host thread and waits for all streams
 // (manual time: wall clock). Counters: `wire_ratio` = plain bytes per ring step / bytes on the
 // fixed-size wire; `speedup` = the plain row's time / this row's (from the plain row with the
@@ -116,12 +118,29 @@ bool measure_codec() {
   return true;
 }
 
-template <class Strategy>
+// The spill budget codebook::entropy needs on the fixed-size wire for `kind` (spill_permille_for
+// on one tile of it: the ranks' data repeat the tile), once per kind.
+std::uint32_t entropy_budget(const std::string& kind) {
+  static std::map<std::string, std::uint32_t> budgets;
+  auto it = budgets.find(kind);
+  if (it != budgets.end()) return it->second;
+  const auto v = data_of(kind, 1 << 20, 0);
+  using Y = zipccl::codec<zipccl::bf16, zipccl::codebook::entropy>;
+  return budgets[kind] = zipccl::spill_permille_for<Y>(v.data(), v.size());
+}
+
+// One collective of 8 ranks on this GPU's cuda_local world. Codec: C (the analytic bf16 rows), or
+// codebook::entropy at the budget entropy_budget() measures.
+template <class Strategy, class Codec = C>
 void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bool pipelined) {
   constexpr bool packed = !std::is_same_v<Strategy, zipccl::strategy::never>;
   zipccl::collective_options opt;
+  if constexpr (zipccl::codebook::is_entropy_v<typename Codec::codebook_type>) {
+    opt.device_wire.spill_permille = entropy_budget(kind);
+    state.counters["spill_permille"] = opt.device_wire.spill_permille;
+  }
   if (std::is_same_v<Strategy, zipccl::strategy::adaptive>) {  // the device cost model of docs/PERFORMANCE.md
-    const auto g1 = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>(per_rank, opt);
+    const auto g1 = zipccl::cuda::collective_detail::geometry<Codec, zipccl::cuda::default_tuning>(per_rank, opt);
     opt.model.link_bytes_per_second = link_gbps * 1e9;
     opt.model.latency_seconds = 5e-6;
     opt.model.compress_bytes_per_second = gpu_compress / ranks;
@@ -134,9 +153,9 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
   const std::uint64_t in_count = w == which::reduce_scatter ? per_rank : count;
   const std::uint64_t out_count = w == which::all_gather ? count * ranks : w == which::reduce_scatter ? count : count;
   const std::uint64_t ws_bytes =
-      w == which::all_gather       ? zipccl::cuda::all_gather_workspace<C, Strategy>(count, ranks, opt)
-      : w == which::reduce_scatter ? zipccl::cuda::reduce_scatter_workspace<C, Strategy>(count, opt)
-                                   : zipccl::cuda::all_reduce_workspace<C, Strategy>(count, ranks, opt);
+      w == which::all_gather       ? zipccl::cuda::all_gather_workspace<Codec, Strategy>(count, ranks, opt)
+      : w == which::reduce_scatter ? zipccl::cuda::reduce_scatter_workspace<Codec, Strategy>(count, opt)
+                                   : zipccl::cuda::all_reduce_workspace<Codec, Strategy>(count, ranks, opt);
   zipccl::transport::cuda_local_world world(ranks, zipccl::transport::link_model{link_gbps * 1e9, 5e-6});
   std::vector<std::unique_ptr<zipccl::bench::device_mem>> in, out, ws;
   std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
@@ -185,13 +204,13 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
     for (int r = 0; r < ranks; ++r) {
       auto& t = world.rank(r);
       if (w == which::all_gather)
-        err(zipccl::cuda::all_gather<C, Strategy>(in[r]->p, out[r]->p, count, t, ws[r]->p, ws_bytes, &st[r], lanes_of(r),
+        err(zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, ws[r]->p, ws_bytes, &st[r], lanes_of(r),
                                                   opt));
       else if (w == which::reduce_scatter)
-        err(zipccl::cuda::reduce_scatter<C, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
+        err(zipccl::cuda::reduce_scatter<Codec, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
                                                       &st[r], lanes_of(r), opt));
       else
-        err(zipccl::cuda::all_reduce<C, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
+        err(zipccl::cuda::all_reduce<Codec, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
                                                   &st[r], lanes_of(r), opt));
     }
     enqueue = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / ranks;
@@ -215,7 +234,7 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
     state.SetIterationTime(seconds);
   }
   const std::string key = std::string(name_of(w)) + "/" + kind + "/" + std::to_string(link_gbps);
-  const auto g = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>(block, opt);
+  const auto g = zipccl::cuda::collective_detail::geometry<Codec, zipccl::cuda::default_tuning>(block, opt);
   const double step_plain = static_cast<double>(block) * 2;
   if (packed) {
     if (std::is_same_v<Strategy, zipccl::strategy::always>)
@@ -285,6 +304,15 @@ int main(int argc, char** argv) {
         })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
         benchmark::RegisterBenchmark((base + "adaptive").c_str(), [=](benchmark::State& s) {
           bm<zipccl::strategy::adaptive>(s, w, kind, link, true);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+        if (w != which::all_reduce) continue;
+        // codebook::entropy on the fixed-size wire (its spill holds the rANS bodies)
+        using Y = zipccl::codec<zipccl::bf16, zipccl::codebook::entropy>;
+        benchmark::RegisterBenchmark((base + "compressed_entropy").c_str(), [=](benchmark::State& s) {
+          bm<zipccl::strategy::always, Y>(s, w, kind, link, false);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+        benchmark::RegisterBenchmark((base + "pipelined_entropy").c_str(), [=](benchmark::State& s) {
+          bm<zipccl::strategy::always, Y>(s, w, kind, link, true);
         })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
       }
   benchmark::Initialize(&argc, argv);
