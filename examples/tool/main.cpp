@@ -204,37 +204,20 @@ double fastest(unsigned n, zipccl::status* s, Call&& call) {
   return best;
 }
 
-// Compresses a tensor with one policy `repeat` times; returns the stream, and the fastest call's
-// time in *secs when it is not null.
-std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& policy,
-                                          const zipccl::host::compress_options& opt,
-                                          const std::optional<std::string>& window, unsigned repeat = 1,
-                                          double* secs = nullptr) {
-  std::vector<std::uint8_t> out;
+// Calls f(codec, policy object) for the tensor's element type and the policy named `policy`
+// (analytic, histogram, fixed, entropy; codebook::fixed at --window's exponents, or calibrated
+// on the tensor), with codec a value of the zipccl::codec type.
+template <class F>
+void visit_codec(const tensor& t, const std::string& policy, const std::optional<std::string>& window, F&& f) {
   zipccl::visit_dtype(t.type, [&](auto e) {
     using E = decltype(e);
-    using bits = typename E::bits_type;
-    std::vector<std::uint8_t> buf(zipccl::host::max_compressed_size<zipccl::codec<E>>(t.count, opt.chunk_elems));
-    std::uint64_t bytes = 0;
-    zipccl::status s = zipccl::status::success;
-    // the codec call, timed: the fastest of `repeat`
-    const auto timed = [&](auto&& call) {
-      const double best = fastest(repeat, &s, call);
-      if (secs) *secs = best;
-    };
+    namespace cb = zipccl::codebook;
     if (policy == "analytic") {
-      timed([&] {
-        return zipccl::host::compress<zipccl::codec<E, zipccl::codebook::analytic_gaussian>>(t.data(), t.count,
-                                                                                              buf.data(), buf.size(),
-                                                                                              &bytes, opt);
-      });
+      f(zipccl::codec<E, cb::analytic_gaussian>{}, cb::analytic_gaussian{});
     } else if (policy == "histogram") {
-      timed([&] {
-        return zipccl::host::compress<zipccl::codec<E, zipccl::codebook::histogram>>(t.data(), t.count, buf.data(),
-                                                                                      buf.size(), &bytes, opt);
-      });
+      f(zipccl::codec<E, cb::histogram>{}, cb::histogram{});
     } else if (policy == "fixed") {
-      zipccl::codebook::fixed f;
+      cb::fixed table;
       if (window) {
         // the window lo .. lo + 6 must lie inside the type's exponent field
         const std::uint64_t hi = E::exponent_count - zipccl::format::table_size;
@@ -242,24 +225,38 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
         if (lo > hi)
           throw usage_error("--window for " + std::string(zipccl::dtype_name(E::id)) + " must be between 0 and " +
                             std::to_string(hi) + " (the lowest of 7 exponent fields), got '" + *window + "'");
-        f = zipccl::codebook::fixed::window<E>(static_cast<std::int64_t>(lo));
+        table = cb::fixed::window<E>(static_cast<std::int64_t>(lo));
       } else {
-        std::vector<bits> aligned(t.count);
+        std::vector<typename E::bits_type> aligned(t.count);
         if (t.count) std::memcpy(aligned.data(), t.data(), t.bytes());
-        f = zipccl::codebook::fixed::calibrate<E>(aligned.data(), t.count);
+        table = cb::fixed::calibrate<E>(aligned.data(), t.count);
       }
-      timed([&] {
-        return zipccl::host::compress<zipccl::codec<E, zipccl::codebook::fixed>>(t.data(), t.count, buf.data(),
-                                                                                  buf.size(), &bytes, opt, f);
-      });
+      f(zipccl::codec<E, cb::fixed>{}, table);
     } else if (policy == "entropy") {
-      timed([&] {
-        return zipccl::host::compress<zipccl::codec<E, zipccl::codebook::entropy>>(t.data(), t.count, buf.data(),
-                                                                                    buf.size(), &bytes, opt);
-      });
+      f(zipccl::codec<E, cb::entropy>{}, cb::entropy{});
     } else {
       throw usage_error("--codebook must be analytic, histogram, fixed or entropy, got '" + policy + "'");
     }
+  });
+}
+
+// Compresses a tensor with one policy `repeat` times; returns the stream, and the fastest call's
+// time in *secs when it is not null.
+std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& policy,
+                                          const zipccl::host::compress_options& opt,
+                                          const std::optional<std::string>& window, unsigned repeat = 1,
+                                          double* secs = nullptr) {
+  std::vector<std::uint8_t> out;
+  visit_codec(t, policy, window, [&](auto codec, const auto& cb) {
+    using C = decltype(codec);
+    std::vector<std::uint8_t> buf(zipccl::host::max_compressed_size<C>(t.count, opt.chunk_elems));
+    std::uint64_t bytes = 0;
+    zipccl::status s = zipccl::status::success;
+    // the codec call, timed: the fastest of `repeat`
+    const double best = fastest(repeat, &s, [&] {
+      return zipccl::host::compress<C>(t.data(), t.count, buf.data(), buf.size(), &bytes, opt, cb);
+    });
+    if (secs) *secs = best;
     if (s != zipccl::status::success) throw std::runtime_error(std::string("compress failed: ") + zipccl::to_string(s));
     buf.resize(bytes);
     out = std::move(buf);
@@ -268,21 +265,11 @@ std::vector<std::uint8_t> compress_tensor(const tensor& t, const std::string& po
 }
 
 // The spill budget (collective_options::device_wire.spill_permille) the device collectives need
-// for the tensor with one policy (spill_permille_for, default options; codebook::fixed calibrated
-// on the tensor).
+// for the tensor with one policy (spill_permille_for with default options).
 std::uint32_t device_budget(const tensor& t, const std::string& policy) {
   std::uint32_t p = 0;
-  zipccl::visit_dtype(t.type, [&](auto e) {
-    using E = decltype(e);
-    std::vector<typename E::bits_type> v(t.count);
-    if (t.count) std::memcpy(v.data(), t.data(), t.bytes());
-    namespace cb = zipccl::codebook;
-    if (policy == "analytic") p = zipccl::spill_permille_for<zipccl::codec<E, cb::analytic_gaussian>>(v.data(), t.count);
-    else if (policy == "histogram") p = zipccl::spill_permille_for<zipccl::codec<E, cb::histogram>>(v.data(), t.count);
-    else if (policy == "entropy") p = zipccl::spill_permille_for<zipccl::codec<E, cb::entropy>>(v.data(), t.count);
-    else
-      p = zipccl::spill_permille_for<zipccl::codec<E, cb::fixed>>(v.data(), t.count, {},
-                                                                 cb::fixed::calibrate<E>(v.data(), t.count));
+  visit_codec(t, policy, std::nullopt, [&](auto codec, const auto& cb) {
+    p = zipccl::spill_permille_for<decltype(codec)>(t.data(), t.count, {}, cb);
   });
   return p;
 }
