@@ -20,7 +20,11 @@
 // Host SIMD fast paths are chosen at compile time from the target flags (for example
 // -march=native or -mavx512bw -mavx512vbmi -mavx512vbmi2). ZIPCCL_DISABLE_SIMD forces the portable
 // path, which produces the same bytes.
-#if !defined(ZIPCCL_DISABLE_SIMD) && !defined(__CUDACC__) && defined(__AVX512BW__) &&         \
+// A translation unit may set ZIPCCL_HAS_AVX512 itself before it includes zipccl: 0 turns the
+// AVX-512 paths off; 1 without the target flags only works with intrinsics of its own (the test
+// suite's tests/support/avx512_emulation.hpp, which runs the AVX-512 paths on any AVX2 machine).
+#if defined(ZIPCCL_HAS_AVX512)
+#elif !defined(ZIPCCL_DISABLE_SIMD) && !defined(__CUDACC__) && defined(__AVX512BW__) &&         \
     defined(__AVX512VBMI__) && defined(__AVX512VBMI2__) && defined(__BMI2__)
 #define ZIPCCL_HAS_AVX512 1
 #else

@@ -87,19 +87,21 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
       flat[m / 2] = testing::rare_value<E>();
       compare_paths<TestType>(flat, checksum);
     }
-  // the AVX2 rANS encoder's register lookups cover a window of 32 symbols: symbols on its two
-  // edges, and single elements just outside it on either side (those registers take the gathers)
-  {
+  // the rANS encoders' register lookups cover a window of 32 symbols (AVX2) or 64 (AVX-512):
+  // symbols on its two edges, and single elements just outside it on either side (those registers
+  // take the gathers)
+  for (unsigned width : {32u, 64u}) {
     using bits = typename TestType::bits_type;
     constexpr unsigned shift = std::is_same_v<E, fp32> ? 23 : std::is_same_v<E, bf16> ? 7 : 8;
-    std::mt19937_64 rng(91);
+    std::mt19937_64 rng(91 + width);
     std::vector<bits> edges(65536);
     for (auto& x : edges)
-      x = static_cast<bits>(((100u + static_cast<unsigned>(rng() % 32)) << shift) | (rng() & ((1u << shift) - 1u)));
+      x = static_cast<bits>(((100u + static_cast<unsigned>(rng() % width)) << shift) | (rng() & ((1u << shift) - 1u)));
     for (bool checksum : {false, true}) {
+      INFO("window " << width << " checksum " << checksum);
       compare_paths<TestType>(edges, checksum);
       auto out = edges;
-      out[777] = static_cast<bits>(132u << shift);
+      out[777] = static_cast<bits>((100u + width) << shift);
       out[40000] = static_cast<bits>(99u << shift);
       compare_paths<TestType>(out, checksum);
     }

@@ -14,7 +14,9 @@
 //            start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply
 //            and one correction step.
 // Registers are taken in the order the reference takes lanes (the decoder lane 0 first, the
-// encoder lane 31 first), so the words land where the reference puts them. Short groups, groups
+// encoder lane 31 first), so the words land where the reference puts them. The group loops
+// (encode_chunk_with, decode_body_with) take the kernel of a full group as a parameter, so the
+// AVX-512 kernels (avx512_rans.hpp) share them. Short groups, groups
 // near the end of the stream and chunks whose stream comes close to the stored size go through
 // the reference's own group functions, so the bytes out of the encoder, and the values and
 // statuses out of the decoder, are those of codec_detail (test_host_simd compares them).
@@ -288,54 +290,29 @@ struct window_table {
   }
 };
 
-// Encodes one chunk (codec_detail::encode_rans_chunk's bytes).
+// The AVX2 encoder's kernel of a full group for encode_chunk_with: the 32 states in four
+// registers, lanes 31..24 first.
 template <class E>
-std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
-                                const codec_detail::body_shape& shape) {
-  using L = format::chunk_layout<E>;
-  using RL = rans::layout<E>;
-  constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
-  codec_detail::rans_plan plan;
-  if (!plan_chunk<E>(in, m, shape, &plan))
-    return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
-  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
-  const encode_table et(plan);
-  constexpr bool windowed = !std::is_same_v<E, fp16>;
-  const window_table wt = windowed ? window_table(plan, et) : window_table();
-  const mask_tables& mt = tables();
-  rans::divisor div[rans::symbols];  // for the short group only
-  std::uint64_t top = plan.cap;
-  std::uint8_t* words = out + RL::words_offset(base, nsym);
-  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
-  alignas(32) std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+struct encode_kernel {
+  static constexpr bool windowed = !std::is_same_v<E, fp16>;
+  const encode_table& et;
+  window_table wt;
+  const mask_tables& mt;
   __m256i X[4];
-  load_states(x, X);
-  const __m256i lo16 = _mm256_set1_epi32(0xFFFF), one = _mm256_set1_epi32(1);
-  const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
-                                             0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
-  std::uint64_t at = b;
-  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
-    if (codec_detail::in_zero_group(shape, g)) continue;
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    at -= lanes;
-    if (lanes < rans::lanes) {  // the chunk's short last group, coded first
-      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
-      store_states(X, x);
-      std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
-      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + at * W,
-                                              bytes + at, out))
-        return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
-      top = t;
-      load_states(x, X);
-      continue;
-    }
-    // a group pushes at most 64 bytes, each register's store reaches 16 bytes below the stream's
-    // start: too close to the rest sections, the reference decides (and writes) the chunk
-    if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
+      : et(t), wt(windowed ? window_table(plan, t) : window_table()), mt(tables()), X() {}
+  void load(const std::uint32_t* x) { load_states(x, X); }
+  void store(std::uint32_t* x) const { store_states(X, x); }
+  // Codes the group at `in`, its rest sections at bytes and words, its stream words pushed below
+  // out + *top (each register's store reaches 16 bytes below the stream's start: the loop leaves
+  // room for 64 bytes and more).
+  void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out, std::uint64_t* top) {
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF), one = _mm256_set1_epi32(1);
+    const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
+                                               0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     __m256i sym[4];
-    split_group<E>(in + first * L::elem_size, sym, bytes + at, words + at * W);
+    split_group<E>(in, sym, bytes, words);
+    std::uint64_t t = *top;
     for (int k = 3; k >= 0; --k) {
       __m256i fc, rcp;
       if (!windowed || !wt.lookup(sym[k], &fc, &rcp)) {
@@ -343,17 +320,17 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
         rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
       }
       const __m256i f = _mm256_and_si256(fc, lo16), cum = _mm256_srli_epi32(fc, 16);
-      // push where x >= f << 20, i.e. where x is above t = (f << 20) - 1 (f = 4096 never pushes: t
-      // wraps to 2^32 - 1); stay marks the lanes where max(x, t) is t
-      const __m256i t = _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one);
-      const __m256i stay = _mm256_cmpeq_epi32(_mm256_max_epu32(X[k], t), t);
+      // push where x >= f << 20, i.e. where x is above b = (f << 20) - 1 (f = 4096 never pushes: b
+      // wraps to 2^32 - 1); stay marks the lanes where max(x, b) is b
+      const __m256i b = _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one);
+      const __m256i stay = _mm256_cmpeq_epi32(_mm256_max_epu32(X[k], b), b);
       const unsigned mask = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(stay))) & 0xFFu;
       // (no branch on the mask: whether a register pushes is close to a coin toss)
       const __m256i lw = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(X[k], low_words), 0x08);
       const __m128i packed = _mm_shuffle_epi8(_mm256_castsi256_si128(lw),
                                               _mm_load_si128(reinterpret_cast<const __m128i*>(mt.pack[mask])));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + top - 16), packed);
-      top -= 2 * static_cast<unsigned>(_mm_popcnt_u32(mask));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + t - 16), packed);
+      t -= 2 * static_cast<unsigned>(_mm_popcnt_u32(mask));
       X[k] = _mm256_blendv_epi8(_mm256_srli_epi32(X[k], 16), X[k], stay);
       // x = q << 12 + r + cum with q = x / f, r = x % f
       __m256i q = mulhi_epu32(X[k], rcp);
@@ -363,15 +340,117 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
       r = _mm256_sub_epi32(r, _mm256_and_si256(over, f));
       X[k] = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(q, rans::prob_bits), r), cum);
     }
+    *top = t;
   }
-  store_states(X, x);
+};
+
+// The AVX2 decoder's kernel of a full group for decode_body_with: lanes 0..7 first.
+template <class E>
+struct decode_kernel {
+  const rans::decode_table& t;
+  const mask_tables& mt;
+  __m256i X[4];
+  explicit decode_kernel(const rans::decode_table& table) : t(table), mt(tables()), X() {}
+  void load(const std::uint32_t* x) { load_states(x, X); }
+  void store(std::uint32_t* x) const { store_states(X, x); }
+  // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
+  // words from stream[*next] on (at least 32 are left).
+  void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream, std::uint64_t* next,
+             std::uint8_t* out) {
+    constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
+    using L = format::chunk_layout<E>;
+    const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
+    const __m256i fff = _mm256_set1_epi32(0xFFF), ff = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    std::uint64_t n = *next;
+    __m256i v[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
+      const __m256i f = _mm256_add_epi32(_mm256_srli_epi32(e, 20), one);
+      const __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srli_epi32(X[k], rans::prob_bits)),
+                                          _mm256_and_si256(_mm256_srli_epi32(e, 8), fff));
+      const __m256i low = _mm256_cmpeq_epi32(_mm256_srli_epi32(x1, 16), zero);
+      const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(low)));
+      // (no branch on the mask: whether a register takes words is close to a coin toss)
+      const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(stream + 2 * n)));
+      const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(mt.spread[mask])), shifts);
+      const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
+      X[k] = _mm256_blendv_epi8(x1, fill, low);
+      n += static_cast<unsigned>(_mm_popcnt_u32(mask));
+      if constexpr (std::is_same_v<E, fp32>) {
+        v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + 8 * k, words + 8 * k * W);
+      } else {
+        v[k] = _mm256_and_si256(e, ff);
+        if (k % 2 == 1)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * (k - 1) * L::elem_size),
+                              join_pairs<E>(v[k - 1], v[k], bytes + 8 * (k - 1)));
+      }
+    }
+    if constexpr (std::is_same_v<E, fp32>) store_group<E>(out, v);
+    *next = n;
+  }
+};
+
+// Encodes one chunk (codec_detail::encode_rans_chunk's bytes), full groups by Kernel
+// (encode_kernel here, avx512::rans_simd::encode_kernel on AVX-512).
+template <class E, class Kernel>
+std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+                                const codec_detail::body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using RL = rans::layout<E>;
+  constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
+  codec_detail::rans_plan plan;
+  if (!plan_chunk<E>(in, m, shape, &plan))
+    return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
+  const encode_table et(plan);
+  Kernel kernel(plan, et);
+  rans::divisor div[rans::symbols];  // for the short group only
+  std::uint64_t top = plan.cap;
+  std::uint8_t* words = out + RL::words_offset(base, nsym);
+  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
+  alignas(64) std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+  kernel.load(x);
+  std::uint64_t at = b;
+  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
+    if (codec_detail::in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    at -= lanes;
+    if (lanes < rans::lanes) {  // the chunk's short last group, coded first
+      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+      kernel.store(x);
+      std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
+      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + at * W,
+                                              bytes + at, out))
+        return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+      top = t;
+      kernel.load(x);
+      continue;
+    }
+    // a group pushes at most 64 bytes, and a store may reach 16 bytes below the stream's start:
+    // too close to the rest sections, the reference decides (and writes) the chunk
+    if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+    std::uint64_t t = top;
+    kernel.group(in + first * L::elem_size, bytes + at, words + at * W, out, &t);
+    top = t;
+  }
+  kernel.store(x);
   return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
 }
 
-// Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
-// values and statuses).
 template <class E>
-status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+                                const codec_detail::body_shape& shape) {
+  return encode_chunk_with<E, encode_kernel<E>>(in, m, checksum, out, shape);
+}
+
+// Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
+// values and statuses), full groups by Kernel (decode_kernel here, avx512::rans_simd's on AVX-512).
+template <class E, class Kernel>
+status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
@@ -380,18 +459,13 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
   alignas(64) rans::decode_table t;
   rans::read_table(chunk + RL::table_offset(base), &t);
-  const mask_tables& mt = tables();
-  alignas(32) std::uint32_t x[rans::lanes];
+  Kernel kernel(t);
+  alignas(64) std::uint32_t x[rans::lanes];
   for (unsigned l = 0; l < rans::lanes; ++l) x[l] = format::load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
-  __m256i X[4];
-  load_states(x, X);
+  kernel.load(x);
   const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
   const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base, nsym);
   const std::uint8_t* stream = chunk + RL::stream_offset(b, base, nsym);
-  const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
-  const __m256i fff = _mm256_set1_epi32(0xFFF), ff = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1);
-  const __m256i zero = _mm256_setzero_si256();
-  const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
   std::uint64_t next = 0, j = 0;
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
@@ -402,48 +476,30 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
     }
     // at most one word per lane: a group with fewer than 32 words left (or a short group) goes
     // through the reference's steps, which check every word
+    std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
     if (lanes < rans::lanes || n_words - next < rans::lanes) {
-      store_states(X, x);
-      std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
+      kernel.store(x);
       if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + j * W, bytes + j, stream, n_words, &n,
                                               out + first * L::elem_size))
         return status::corrupt;
-      next = n;
-      load_states(x, X);
-      j += lanes;
-      continue;
+      kernel.load(x);
+    } else {
+      kernel.group(bytes + j, words + j * W, stream, &n, out + first * L::elem_size);
     }
-    __m256i v[4];
-    for (int k = 0; k < 4; ++k) {
-      const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
-      const __m256i f = _mm256_add_epi32(_mm256_srli_epi32(e, 20), one);
-      const __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srli_epi32(X[k], rans::prob_bits)),
-                                    _mm256_and_si256(_mm256_srli_epi32(e, 8), fff));
-      const __m256i low = _mm256_cmpeq_epi32(_mm256_srli_epi32(x1, 16), zero);
-      const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(low)));
-      // (no branch on the mask: whether a register takes words is close to a coin toss)
-      const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(stream + 2 * next)));
-      const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(mt.spread[mask])), shifts);
-      const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
-      X[k] = _mm256_blendv_epi8(x1, fill, low);
-      next += static_cast<unsigned>(_mm_popcnt_u32(mask));
-      if constexpr (std::is_same_v<E, fp32>) {
-        v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + j + 8 * k, words + (j + 8 * k) * W);
-      } else {
-        v[k] = _mm256_and_si256(e, ff);
-        if (k % 2 == 1)
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (first + 8 * (k - 1)) * L::elem_size),
-                              join_pairs<E>(v[k - 1], v[k], bytes + j + 8 * (k - 1)));
-      }
-    }
-    if constexpr (std::is_same_v<E, fp32>) store_group<E>(out + first * L::elem_size, v);
+    next = n;
     j += lanes;
   }
   if (next != n_words) return status::corrupt;
-  store_states(X, x);
+  kernel.store(x);
   for (unsigned l = 0; l < rans::lanes; ++l)
     if (x[l] != rans::state_low) return status::corrupt;
   return status::success;
+}
+
+template <class E>
+status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                        const codec_detail::body_shape& body, std::uint8_t* out) {
+  return decode_body_with<E, decode_kernel<E>>(chunk, m, h, body, out);
 }
 
 }  // namespace zipccl::host::detail::avx2::rans_simd

@@ -18,8 +18,18 @@
 #include "avx2.hpp"
 #include "avx2_rans.hpp"
 #endif
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+#include "avx512_rans.hpp"
+#endif
 
 namespace zipccl::host::detail {
+
+// The vector rANS path: 16-lane AVX-512 kernels where they are built, else 8-lane AVX2 ones.
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+namespace rans_vector = avx512::rans_simd;
+#elif ZIPCCL_HAS_AVX2
+namespace rans_vector = avx2::rans_simd;
+#endif
 
 // Codes one chunk; with zero_masks, a chunk whose zero groups pay for their mask is written in a
 // zero_* mode (format::chunk_layout::zero_mask_pays).
@@ -30,7 +40,7 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
   if constexpr (codebook::is_entropy_v<Policy>) {
     (void)policy;
 #if ZIPCCL_HAS_AVX2
-    return avx2::rans_simd::encode_rans_chunk<E>(in, m, checksum, out, shape);
+    return rans_vector::encode_rans_chunk<E>(in, m, checksum, out, shape);
 #else
     return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
 #endif
@@ -54,14 +64,14 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
   if (span < format::chunk_header_bytes || chunk[0] <= 1u) return avx512::decode_chunk<E>(chunk, span, m, checksum, out);
 #endif
 #if ZIPCCL_HAS_AVX2
-  // the AVX2 paths decode coded and rANS chunks, with or without a zero mask, after the
-  // reference's checks
+  // the AVX2 paths decode coded chunks, and the AVX2 or AVX-512 ones rANS chunks, with or without
+  // a zero mask, after the reference's checks
   if (span >= format::chunk_header_bytes && chunk[0] != 0u && chunk[0] != 2u) {
     format::chunk_header h;
     codec_detail::body_shape body;
     const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h, &body);
     if (st != status::success) return st;
-    if (format::mode_is_rans(h.mode)) return avx2::rans_simd::decode_rans_body<E>(chunk, m, h, body, out);
+    if (format::mode_is_rans(h.mode)) return rans_vector::decode_rans_body<E>(chunk, m, h, body, out);
     return avx2::decode_coded_body<E>(chunk, m, h, body, out);
   }
 #endif

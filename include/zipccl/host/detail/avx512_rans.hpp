@@ -1,0 +1,222 @@
+// zipccl: AVX-512 encoder and decoder of rANS chunks (codebook::entropy), built where
+// ZIPCCL_HAS_AVX512 holds (it uses AVX-512 F, BW, VL and DQ only).
+//
+// The 32 lanes of a chunk's rANS body (codec/rans.hpp) are two registers of sixteen 32-bit states.
+// One step of a register:
+//   decoder  slot = x & 4095; one 16-lane gather of the slot words; x = freq * (x >> 12) + offset;
+//            the lanes that fell below 2^16 take the next words of the stream in lane order: one
+//            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask.
+//   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
+//            symbols fall in a window of 64 values (the one that holds the most of the chunk's
+//            frequency; a lookup is two vpermt2d and a blend), else by two gathers; the lanes at or
+//            above freq << 20 give up their low 16 bits, which vpcompressd and a masked vpmovdw
+//            store put in lane order just below the stream's current start; then
+//            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
+//            correction step.
+// The group loop is the AVX2 one (avx2_rans.hpp), which takes the kernels as a parameter: short
+// groups, groups near the end of the stream and chunks whose stream comes close to the stored size
+// go through the reference's own group functions, so the bytes out of the encoder, and the values
+// and statuses out of the decoder, are those of codec_detail (test_host_simd_avx512 compares them,
+// on AVX-512 hardware, and test_host_simd_avx512_emulated on any x86 with AVX2).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "avx2_rans.hpp"
+
+namespace zipccl::host::detail::avx512::rans_simd {
+
+namespace rans = codec_detail::rans;
+using avx2::rans_simd::encode_table;
+
+// The high 32 bits of the sixteen products a * b (unsigned).
+inline __m512i mulhi_epu32(__m512i a, __m512i b) {
+  const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(a, b), 32);
+  const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
+  return _mm512_mask_blend_epi32(static_cast<__mmask16>(0xAAAA), even, odd);
+}
+
+// The encoder's lookups of sixteen symbols from a window of 64 table entries in eight registers.
+struct window_table {
+  __m512i fc[4], rcp[4];
+  __m512i lo;
+  window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
+    std::uint32_t run = 0, best = 0;
+    unsigned start = 0;
+    for (unsigned v = 0; v < rans::symbols; ++v) {
+      run += plan.freq[v];
+      if (v >= 64) run -= plan.freq[v - 64];
+      if (run > best) best = run, start = v >= 63 ? v - 63 : 0;
+    }
+    lo = _mm512_set1_epi32(static_cast<int>(start));
+    alignas(64) std::uint32_t f[64], r[64];
+    for (unsigned i = 0; i < 64; ++i) {
+      const unsigned v = start + i;
+      f[i] = v < rans::symbols ? et.freq_cum[v] : 0u;
+      r[i] = v < rans::symbols ? et.rcp[v] : 0u;
+    }
+    for (unsigned k = 0; k < 4; ++k) {
+      fc[k] = _mm512_load_si512(f + 16 * k);
+      rcp[k] = _mm512_load_si512(r + 16 * k);
+    }
+  }
+  // The two lookups of sixteen symbols, from the window or, when a lane is outside it, by gathers.
+  void lookup(__m512i sym, const encode_table& et, __m512i* freq_cum, __m512i* recip) const {
+    const __m512i i = _mm512_sub_epi32(sym, lo);
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) {
+      *freq_cum = _mm512_i32gather_epi32(sym, et.freq_cum, 4);
+      *recip = _mm512_i32gather_epi32(sym, et.rcp, 4);
+      return;
+    }
+    const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
+    *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]),
+                                        _mm512_permutex2var_epi32(fc[2], i, fc[3]));
+    *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]),
+                                     _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
+  }
+};
+
+// A full group of 32 elements at `in`: the symbols as two registers of sixteen lanes, and the
+// group's rest sections written at bytes (32) and words (fp32: 32 x u16).
+template <class E>
+inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t* bytes, std::uint8_t* words) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    for (int k = 0; k < 2; ++k) {
+      const __m512i v = _mm512_loadu_si512(in + 64 * k);
+      sym[k] = _mm512_and_si512(_mm512_srli_epi32(v, 23), _mm512_set1_epi32(0xFF));
+      const __m512i rest = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 24), _mm512_set1_epi32(0x80)),
+                                           _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(0x7F)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 16 * k), _mm512_cvtepi32_epi8(rest));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 32 * k), _mm512_cvtepi32_epi16(v));
+    }
+  } else {
+    (void)words;
+    const __m512i v = _mm512_loadu_si512(in);
+    __m512i s16, r16;
+    if constexpr (std::is_same_v<E, bf16>) {
+      s16 = _mm512_and_si512(_mm512_srli_epi16(v, 7), _mm512_set1_epi16(0xFF));
+      r16 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 8), _mm512_set1_epi16(0x80)),
+                            _mm512_and_si512(v, _mm512_set1_epi16(0x7F)));
+    } else {
+      s16 = _mm512_srli_epi16(v, 8);
+      r16 = _mm512_and_si512(v, _mm512_set1_epi16(0xFF));
+    }
+    sym[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(s16));
+    sym[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(s16, 1));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm512_cvtepi16_epi8(r16));
+  }
+}
+
+// The encoder's kernel of a full group for the group loop of avx2::rans_simd::encode_chunk_with:
+// the 32 states in two registers, lanes 31..16 first.
+template <class E>
+struct encode_kernel {
+  const encode_table& et;
+  window_table wt;
+  __m512i X[2];
+  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t) : et(t), wt(plan, t), X() {}
+  void load(const std::uint32_t* x) {
+    for (int k = 0; k < 2; ++k) X[k] = _mm512_loadu_si512(x + 16 * k);
+  }
+  void store(std::uint32_t* x) const {
+    for (int k = 0; k < 2; ++k) _mm512_storeu_si512(x + 16 * k, X[k]);
+  }
+  // Codes the group at `in`, its rest sections at bytes and words, its stream words pushed below
+  // out + *top (which has room for 64 bytes and more).
+  void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out, std::uint64_t* top) {
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF), one = _mm512_set1_epi32(1);
+    __m512i sym[2];
+    split_group<E>(in, sym, bytes, words);
+    std::uint64_t t = *top;
+    for (int k = 1; k >= 0; --k) {
+      __m512i fc, rcp;
+      wt.lookup(sym[k], et, &fc, &rcp);
+      const __m512i f = _mm512_and_si512(fc, lo16), cum = _mm512_srli_epi32(fc, 16);
+      // push where x >= f << 20, i.e. where x is above (f << 20) - 1 (f = 4096 never pushes: the
+      // bound wraps to 2^32 - 1)
+      const __mmask16 push = _mm512_cmpgt_epu32_mask(X[k], _mm512_sub_epi32(_mm512_slli_epi32(f, 20), one));
+      const unsigned n = static_cast<unsigned>(_mm_popcnt_u32(push));
+      t -= 2 * n;
+      _mm512_mask_cvtepi32_storeu_epi16(out + t, static_cast<__mmask16>((1u << n) - 1u),
+                                        _mm512_maskz_compress_epi32(push, X[k]));
+      X[k] = _mm512_mask_srli_epi32(X[k], push, X[k], 16);
+      // x = q << 12 + r + cum with q = x / f, r = x % f
+      __m512i q = mulhi_epu32(X[k], rcp);
+      __m512i r = _mm512_sub_epi32(X[k], _mm512_mullo_epi32(q, f));
+      const __mmask16 over = _mm512_cmpge_epu32_mask(r, f);
+      q = _mm512_mask_add_epi32(q, over, q, one);  // (the reciprocal's quotient is one short)
+      r = _mm512_mask_sub_epi32(r, over, r, f);
+      X[k] = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(q, rans::prob_bits), r), cum);
+    }
+    *top = t;
+  }
+};
+
+// The decoder's kernel of a full group for avx2::rans_simd::decode_body_with: lanes 0..15 first.
+template <class E>
+struct decode_kernel {
+  const rans::decode_table& t;
+  __m512i X[2];
+  explicit decode_kernel(const rans::decode_table& table) : t(table), X() {}
+  void load(const std::uint32_t* x) {
+    for (int k = 0; k < 2; ++k) X[k] = _mm512_loadu_si512(x + 16 * k);
+  }
+  void store(std::uint32_t* x) const {
+    for (int k = 0; k < 2; ++k) _mm512_storeu_si512(x + 16 * k, X[k]);
+  }
+  // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
+  // words from stream[*next] on (at least 32 are left).
+  void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream, std::uint64_t* next,
+             std::uint8_t* out) {
+    const __m512i slot_mask = _mm512_set1_epi32(static_cast<int>(rans::prob_total - 1u));
+    const __m512i fff = _mm512_set1_epi32(0xFFF), ff = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
+    const __m512i low_bound = _mm512_set1_epi32(static_cast<int>(rans::state_low));
+    std::uint64_t n = *next;
+    for (int k = 0; k < 2; ++k) {
+      const __m512i e = _mm512_i32gather_epi32(_mm512_and_si512(X[k], slot_mask), t.slot, 4);
+      const __m512i f = _mm512_add_epi32(_mm512_srli_epi32(e, 20), one);
+      const __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(f, _mm512_srli_epi32(X[k], rans::prob_bits)),
+                                          _mm512_and_si512(_mm512_srli_epi32(e, 8), fff));
+      const __mmask16 low = _mm512_cmplt_epu32_mask(x1, low_bound);
+      const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(stream + 2 * n)));
+      X[k] = _mm512_mask_or_epi32(x1, low, _mm512_slli_epi32(x1, 16), _mm512_maskz_expand_epi32(low, w));
+      n += static_cast<unsigned>(_mm_popcnt_u32(low));
+      const __m512i sym = _mm512_and_si512(e, ff);
+      const __m512i r = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * k)));
+      if constexpr (std::is_same_v<E, fp32>) {
+        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 32 * k)));
+        const __m512i v = _mm512_or_si512(
+            _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x80)), 24), _mm512_slli_epi32(sym, 23)),
+            _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x7F)), 16), lo));
+        _mm512_storeu_si512(out + 64 * k, v);
+      } else {
+        __m512i v;
+        if constexpr (std::is_same_v<E, bf16>)
+          v = _mm512_or_si512(
+              _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x80)), 8), _mm512_slli_epi32(sym, 7)),
+              _mm512_and_si512(r, _mm512_set1_epi32(0x7F)));
+        else
+          v = _mm512_or_si512(_mm512_slli_epi32(sym, 8), r);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k), _mm512_cvtepi32_epi16(v));
+      }
+    }
+    *next = n;
+  }
+};
+
+template <class E>
+std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+                                const codec_detail::body_shape& shape) {
+  return avx2::rans_simd::encode_chunk_with<E, encode_kernel<E>>(in, m, checksum, out, shape);
+}
+
+template <class E>
+status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                        const codec_detail::body_shape& body, std::uint8_t* out) {
+  return avx2::rans_simd::decode_body_with<E, decode_kernel<E>>(chunk, m, h, body, out);
+}
+
+}  // namespace zipccl::host::detail::avx512::rans_simd
