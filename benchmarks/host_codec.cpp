@@ -7,7 +7,9 @@
 // memcpy of the same buffer measured in the same process; `bound` is the exponent-entropy bound
 // and `of_ideal` the ratio as a fraction of an ideal 3-bit 7-entry code on the same chunks.
 #include <benchmark/benchmark.h>
+#if ZIPCCL_BENCH_ZSTD
 #include <zstd.h>
+#endif
 
 #include <chrono>
 #include <cstring>
@@ -189,6 +191,7 @@ void bm_decompress(benchmark::State& state, const dataset* d) {
   finish(state, *d, stream.size());
 }
 
+#if ZIPCCL_BENCH_ZSTD
 void bm_zstd_compress(benchmark::State& state, const dataset* d, int level) {
   if (d->bytes.empty()) return state.SkipWithError("no data (../shared/data missing)");
   std::vector<std::uint8_t> out(ZSTD_compressBound(d->bytes.size()));
@@ -210,6 +213,7 @@ void bm_zstd_decompress(benchmark::State& state, const dataset* d, int level) {
   }
   finish(state, *d, z.size());
 }
+#endif
 
 // The device collectives' fixed-size wire (collective/detail/fixed_wire.hpp) over the whole data
 // as one bucket, cut as the device collectives cut it (8,192-element chunks, 2^18-element
@@ -290,10 +294,12 @@ void register_for(const std::string& label, const dataset& d) {
   reg("fixed_wire/analytic", [&d](benchmark::State& s) { bm_fixed_wire<A>(s, &d); });
   reg("fixed_wire/histogram", [&d](benchmark::State& s) { bm_fixed_wire<H>(s, &d); });
   reg("fixed_wire/entropy", [&d](benchmark::State& s) { bm_fixed_wire<R>(s, &d); });
+#if ZIPCCL_BENCH_ZSTD
   for (int level : {1, 3}) {
     reg("zstd" + std::to_string(level) + "/compress", [&d, level](benchmark::State& s) { bm_zstd_compress(s, &d, level); });
     reg("zstd" + std::to_string(level) + "/decompress", [&d, level](benchmark::State& s) { bm_zstd_decompress(s, &d, level); });
   }
+#endif
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
 #   1. builds the device tests and benchmarks for that GPU's architecture;
-#   2. runs the gpu-labelled tests, and the host AVX-512 tests where the CPU has AVX-512;
+#   2. runs the gpu-labelled tests, and the host AVX-512 tests (and the host rANS benchmark) where
+#      the CPU has AVX-512;
 #   3. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
 #   4. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy);
 #   5. prints a short summary table last.
@@ -95,6 +96,25 @@ if cmake --build build-gpu -j "$(nproc)" --target test_host_simd_avx512 >>"$out/
   esac
 else
   note "host AVX-512 tests|FAIL|build failed (see build.log)"
+fi
+
+# the host rANS kernels' speed on this machine's CPU (-march=native: the AVX-512 kernels where it
+# has AVX-512, never timed on the development VMs), beside memcpy in the same run
+if ! grep -q avx512bw /proc/cpuinfo; then
+  note "host AVX-512 rANS speed|skip|$cpu has no AVX-512"
+elif cmake -S . -B build-host -G Ninja -DCMAKE_BUILD_TYPE=Release -DZIPCCL_ENABLE_CUDA=OFF -DZIPCCL_NATIVE=ON \
+       -DZIPCCL_BUILD_TESTS=OFF -DZIPCCL_BUILD_EXAMPLES=OFF -DZIPCCL_BUILD_BENCHMARKS=ON "${prefix[@]}" \
+       >>"$out/configure.log" 2>&1 &&
+     cmake --build build-host -j "$(nproc)" --target bench_host_codec >>"$out/build.log" 2>&1; then
+  if timeout 120 build-host/bin/bench_host_codec --benchmark_min_time=0.2 \
+       --benchmark_filter='gaussian/(memcpy|compress/entropy|decompress/entropy|compress/histogram|decompress/histogram)' \
+       --benchmark_out="$out/bench_host.json" --benchmark_out_format=json >"$out/bench-host.log" 2>&1; then
+    note "host AVX-512 rANS speed|ran|$cpu: bench_host.json"
+  else
+    note "host AVX-512 rANS speed|FAIL|see bench-host.log"
+  fi
+else
+  note "host AVX-512 rANS speed|FAIL|build failed (see build.log)"
 fi
 
 # compute-sanitizer on small cases: the graph-captured round trip, and the decoder with blocks
