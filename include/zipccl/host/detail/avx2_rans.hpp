@@ -241,6 +241,24 @@ struct alignas(64) encode_table {
       rcp[s] = f == 0 ? 0u : f == 1 ? 0xFFFFFFFFu : static_cast<std::uint32_t>((std::uint64_t(1) << 32) / f);
     }
   }
+  // The entries of the Width consecutive symbols that hold the most of the chunk's frequency (the
+  // first such window; zeros past symbol 255), for the register lookups; returns its first symbol.
+  template <unsigned Width>
+  unsigned window(const codec_detail::rans_plan& plan, std::uint32_t* fc, std::uint32_t* r) const {
+    std::uint32_t run = 0, best = 0;
+    unsigned start = 0;
+    for (unsigned v = 0; v < rans::symbols; ++v) {
+      run += plan.freq[v];
+      if (v >= Width) run -= plan.freq[v - Width];
+      if (run > best) best = run, start = v >= Width - 1 ? v - (Width - 1) : 0;
+    }
+    for (unsigned i = 0; i < Width; ++i) {
+      const unsigned v = start + i;
+      fc[i] = v < rans::symbols ? freq_cum[v] : 0u;
+      r[i] = v < rans::symbols ? rcp[v] : 0u;
+    }
+    return start;
+  }
 };
 
 // The same lookups from registers (bf16, fp32), for the symbols of a window of 32 values: a
@@ -253,20 +271,8 @@ struct window_table {
   __m256i lo;
   window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
   window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
-    std::uint32_t run = 0, best = 0;
-    unsigned start = 0;
-    for (unsigned v = 0; v < rans::symbols; ++v) {
-      run += plan.freq[v];
-      if (v >= 32) run -= plan.freq[v - 32];
-      if (run > best) best = run, start = v >= 31 ? v - 31 : 0;
-    }
-    lo = _mm256_set1_epi32(static_cast<int>(start));
     alignas(32) std::uint32_t f[32], r[32];
-    for (unsigned i = 0; i < 32; ++i) {
-      const unsigned v = start + i;
-      f[i] = v < rans::symbols ? et.freq_cum[v] : 0u;
-      r[i] = v < rans::symbols ? et.rcp[v] : 0u;
-    }
+    lo = _mm256_set1_epi32(static_cast<int>(et.window<32>(plan, f, r)));
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * k));
       rcp[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(r + 8 * k));

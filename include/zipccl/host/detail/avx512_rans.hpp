@@ -44,20 +44,8 @@ struct window_table {
   __m512i fc[4], rcp[4];
   __m512i lo;
   window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
-    std::uint32_t run = 0, best = 0;
-    unsigned start = 0;
-    for (unsigned v = 0; v < rans::symbols; ++v) {
-      run += plan.freq[v];
-      if (v >= 64) run -= plan.freq[v - 64];
-      if (run > best) best = run, start = v >= 63 ? v - 63 : 0;
-    }
-    lo = _mm512_set1_epi32(static_cast<int>(start));
     alignas(64) std::uint32_t f[64], r[64];
-    for (unsigned i = 0; i < 64; ++i) {
-      const unsigned v = start + i;
-      f[i] = v < rans::symbols ? et.freq_cum[v] : 0u;
-      r[i] = v < rans::symbols ? et.rcp[v] : 0u;
-    }
+    lo = _mm512_set1_epi32(static_cast<int>(et.window<64>(plan, f, r)));
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = _mm512_load_si512(f + 16 * k);
       rcp[k] = _mm512_load_si512(r + 16 * k);
