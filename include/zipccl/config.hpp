@@ -18,21 +18,28 @@
 #endif
 
 // Host SIMD fast paths are chosen at compile time from the target flags (for example
-// -march=native or -mavx512bw -mavx512vbmi -mavx512vbmi2). ZIPCCL_DISABLE_SIMD forces the portable
-// path, which produces the same bytes.
-// A translation unit may set ZIPCCL_HAS_AVX512 itself before it includes zipccl: 0 turns the
+// -march=native, or -mavx2 -mfma -mbmi -mbmi2 -mpopcnt -mavx512f -mavx512bw -mavx512vl
+// -mavx512vbmi -mavx512vbmi2). ZIPCCL_DISABLE_SIMD forces the portable path, which produces the
+// same bytes. As with any header-only SIMD code, every translation unit of one program that
+// includes zipccl must be built with the same SIMD flags (the inline functions and templates would
+// otherwise differ between them, and the linker keeps one copy).
+// A translation unit may also set ZIPCCL_HAS_AVX512 itself before it includes zipccl: 0 turns the
 // AVX-512 paths off; 1 without the target flags only works with intrinsics of its own (the test
 // suite's tests/support/avx512_emulation.hpp, which runs the AVX-512 paths on any AVX2 machine).
-#if defined(ZIPCCL_HAS_AVX512)
-#elif !defined(ZIPCCL_DISABLE_SIMD) && !defined(__CUDACC__) && defined(__AVX512BW__) &&         \
-    defined(__AVX512VBMI__) && defined(__AVX512VBMI2__) && defined(__BMI2__)
+// ZIPCCL_DISABLE_SIMD and nvcc turn them off whatever it says.
+#if defined(ZIPCCL_DISABLE_SIMD) || defined(__CUDACC__)
+#undef ZIPCCL_HAS_AVX512
+#define ZIPCCL_HAS_AVX512 0
+#elif defined(ZIPCCL_HAS_AVX512)
+#elif defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VBMI__) && defined(__AVX512VBMI2__) && \
+    defined(__BMI2__)
 #define ZIPCCL_HAS_AVX512 1
 #else
 #define ZIPCCL_HAS_AVX512 0
 #endif
 // The AVX2 paths (host/detail/avx2.hpp, avx2_rans.hpp), on any x86 with AVX2, BMI1 and POPCNT: the
-// decoder of coded chunks where AVX-512 is missing (and of zero-mask chunks where it is present),
-// and the rANS encoder and decoder everywhere.
+// 3-bit encoder and decoder where AVX-512 is missing (and of zero-mask chunks where it is present),
+// and the rANS group loop (with AVX2 kernels, or AVX-512 ones where ZIPCCL_HAS_AVX512 holds too).
 #if !defined(ZIPCCL_DISABLE_SIMD) && !defined(__CUDACC__) && defined(__AVX2__) && defined(__POPCNT__) && \
     defined(__BMI__)
 #define ZIPCCL_HAS_AVX2 1

@@ -14,6 +14,47 @@
 using namespace zipccl;
 
 namespace {
+#if ZIPCCL_HAS_AVX2
+// The AVX2 paths themselves, whichever kernels the dispatcher picks on this CPU (with AVX-512 it
+// takes the AVX-512 ones for rANS and for dense 3-bit chunks): a chunk's encoder, and its decoder
+// as host::detail::decode_chunk runs it (the reference's checks, then the AVX2 body decoder).
+template <class E, class Policy>
+std::uint64_t avx2_encode(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum, bool zero_masks,
+                          std::uint8_t* out) {
+  const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
+  if constexpr (codebook::is_entropy_v<Policy>) return host::detail::avx2::rans_simd::encode_rans_chunk<E>(in, m, checksum, out, shape);
+  else return host::detail::avx2::encode_chunk<E>(policy, in, m, checksum, out, shape);
+}
+template <class E>
+status avx2_decode(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum, std::uint8_t* out) {
+  if (span < format::chunk_header_bytes || chunk[0] == 0u || chunk[0] == 2u)
+    return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
+  format::chunk_header h;
+  codec_detail::body_shape body;
+  const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h, &body);
+  if (st != status::success) return st;
+  if (format::mode_is_rans(h.mode)) return host::detail::avx2::rans_simd::decode_rans_body<E>(chunk, m, h, body, out);
+  return host::detail::avx2::decode_coded_body<E>(chunk, m, h, body, out);
+}
+#endif
+
+// Decodes `chunk` with the dispatched path and, where it is built, the AVX2 one; both must return
+// the reference's status and, on success, its values.
+template <class E>
+void compare_decoders(const std::vector<std::uint8_t>& chunk, std::uint64_t span, std::uint64_t m, bool checksum) {
+  using L = format::chunk_layout<E>;
+  std::vector<std::uint8_t> x(m * L::elem_size + 8), y(m * L::elem_size + 8);
+  const status s2 = codec_detail::decode_chunk<E>(chunk.data(), span, m, checksum, y.data());
+  const status s1 = host::detail::decode_chunk<E>(chunk.data(), span, m, checksum, x.data());
+  REQUIRE(s1 == s2);
+  if (s1 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+#if ZIPCCL_HAS_AVX2
+  const status s3 = avx2_decode<E>(chunk.data(), span, m, checksum, x.data());
+  REQUIRE(s3 == s2);
+  if (s3 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+#endif
+}
+
 template <class Codec>
 void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksum, bool zero_masks = true) {
   using E = typename Codec::element_type;
@@ -26,10 +67,19 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
   const std::uint64_t b = codec_detail::code_chunk<E>(policy, in, m, checksum, zero_masks, ref.data());
   REQUIRE(a == b);
   REQUIRE(std::memcmp(fast.data(), ref.data(), a) == 0);
+#if ZIPCCL_HAS_AVX2
+  {
+    std::vector<std::uint8_t> v2(L::stored_bytes(m));
+    const std::uint64_t c = avx2_encode<E>(policy, in, m, checksum, zero_masks, v2.data());
+    REQUIRE(c == b);
+    REQUIRE(std::memcmp(v2.data(), ref.data(), c) == 0);
+  }
+#endif
   std::vector<std::uint8_t> x(m * L::elem_size + 8), y(m * L::elem_size + 8);
   REQUIRE(host::detail::decode_chunk<E>(fast.data(), a, m, checksum, x.data()) == status::success);
   REQUIRE(codec_detail::decode_chunk<E>(ref.data(), b, m, checksum, y.data()) == status::success);
   REQUIRE(std::memcmp(x.data(), in, m * L::elem_size) == 0);
+  compare_decoders<E>(fast, a, m, checksum);
   // a rANS chunk whose stream is a few words short or long, in the same span, with its check value
   // repaired: the stream runs out, or words are left over, near the vector decoder's 32-word
   // threshold; both paths agree
@@ -45,11 +95,8 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
       format::write_chunk_header(bad.data(), g);
       format::store_chunk_check(bad.data(), format::chunk_check(bad.data(), a, checksum,
                                                                 codec_detail::rans::layout<E>::words_offset(base, nsym)));
-      const status s1 = host::detail::decode_chunk<E>(bad.data(), a, m, checksum, x.data());
-      const status s2 = codec_detail::decode_chunk<E>(bad.data(), a, m, checksum, y.data());
       INFO("escapes " << h.escapes << " + " << delta);
-      REQUIRE(s1 == s2);
-      if (s1 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+      compare_decoders<E>(bad, a, m, checksum);
     }
   }
   // corrupt single bytes: both paths agree on the status, and on the values where it succeeds
@@ -57,10 +104,7 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
   for (int k = 0; k < 200; ++k) {
     auto bad = fast;
     bad[rng() % a] ^= static_cast<std::uint8_t>(1 + rng() % 255);
-    const status s1 = host::detail::decode_chunk<E>(bad.data(), a, m, checksum, x.data());
-    const status s2 = codec_detail::decode_chunk<E>(bad.data(), a, m, checksum, y.data());
-    REQUIRE(s1 == s2);
-    if (s1 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+    compare_decoders<E>(bad, a, m, checksum);
   }
 }
 }  // namespace

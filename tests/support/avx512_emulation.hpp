@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(ZIPCCL_HAS_AVX512)
@@ -60,6 +61,10 @@ inline __m512i loadu(const void* p) {
   __m512i a;
   std::memcpy(&a, p, 64);
   return a;
+}
+inline __m512i load(const void* p) {  // (vmovdqa64 faults on a misaligned address)
+  if (reinterpret_cast<std::uintptr_t>(p) % 64 != 0) std::abort();
+  return loadu(p);
 }
 inline void storeu(void* p, __m512i a) { std::memcpy(p, &a, 64); }
 template <class T, class V>
@@ -292,7 +297,7 @@ inline __m512i widen(V a) {
   return to<__m512i>(r);
 }
 inline __m512i castsi256_si512(__m256i a) {
-  __m512i r = set1<u8>(0);  // (the upper half is undefined; zeros here)
+  __m512i r = set1<u8>(0xA5);  // (the upper half is undefined: a pattern that no code may rely on)
   std::memcpy(&r, &a, 32);
   return r;
 }
@@ -320,7 +325,7 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 
 // The renames (GCC defines some of these as macros when not optimising: they go first).
 #undef _mm512_load_si512
-#define _mm512_load_si512(p) zipccl_emu::loadu(p)
+#define _mm512_load_si512(p) zipccl_emu::load(p)
 #undef _mm512_loadu_si512
 #define _mm512_loadu_si512(p) zipccl_emu::loadu(p)
 #undef _mm512_storeu_si512

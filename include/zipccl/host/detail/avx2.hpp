@@ -1,14 +1,19 @@
-// zipccl: AVX2 decoder for coded chunks (the 3-bit policies, with or without a zero mask), for
-// CPUs with AVX2 and no AVX-512 (such as the AMD EPYC VMs zipccl is developed on), and for zero-mask
+// zipccl: AVX2 paths for coded chunks (the 3-bit policies, with or without a zero mask), for CPUs
+// with AVX2 and no AVX-512 (such as the AMD EPYC VMs zipccl is developed on), and for zero-mask
 // chunks on AVX-512 CPUs too.
 //
-// A 32-element group is one 256-bit register of bytes: each plane word is spread to a byte per
-// lane (a broadcast, a byte shuffle and a compare against each lane's bit), the three code planes
-// are combined into codes 0..7, and one byte shuffle looks the seven table entries up. Escapes
-// (about 3% of the lanes) are patched in lane order from the escape bytes, then the exponents are
-// joined with the rest sections per type and stored. The values, the statuses and the order of
-// the checks are those of codec_detail::decode_chunk; test_host_simd compares them on every build
-// that compiles this file.
+// Decoder: a 32-element group is one 256-bit register of bytes: each plane word is spread to a
+// byte per lane (a broadcast, a byte shuffle and a compare against each lane's bit), the three code
+// planes are combined into codes 0..7, and one byte shuffle looks the seven table entries up.
+// Escapes (about 3% of the lanes) are patched in lane order from the escape bytes, then the
+// exponents are joined with the rest sections per type and stored.
+// Encoder: the chunk's statistic from the groups' exponent bytes (sums by vpsadbw for the analytic
+// policy, eight partial histograms for the histogram policy), then per group the codes by seven
+// byte compares against the table's entries, each plane word by one vpmovmskb, the rest sections
+// by shifts and packs, and the escaped exponents in lane order.
+// The bytes written, the values, the statuses and the order of the checks are those of
+// codec_detail::encode_chunk / decode_chunk; test_host_simd compares them on every build that
+// compiles this file.
 #pragma once
 
 #include <immintrin.h>
@@ -17,12 +22,40 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../../codebook/table.hpp"
 #include "../../codec/chunk_codec.hpp"
 #include "../../element.hpp"
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
 
 namespace zipccl::host::detail::avx2 {
+
+// Eight 32-bit lanes (each below 2^16) of a and of b as sixteen 16-bit values in lane order.
+inline __m256i pack_u16(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+}
+
+// The high bytes of a full group of 32 elements at `in`, in lane order: the exponent field for
+// bf16 and fp32, the byte of sign, exponent and mantissa bits 9..8 for fp16.
+template <class E>
+inline __m256i group_symbols(const std::uint8_t* in) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    __m256i s[4];
+    for (int k = 0; k < 4; ++k)
+      s[k] = _mm256_and_si256(_mm256_srli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k)), 23),
+                              _mm256_set1_epi32(0xFF));
+    const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(s[0], s[1]), _mm256_packus_epi32(s[2], s[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  } else {
+    __m256i s[2];
+    for (int k = 0; k < 2; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      if constexpr (std::is_same_v<E, bf16>) s[k] = _mm256_and_si256(_mm256_srli_epi16(v, 7), _mm256_set1_epi16(0xFF));
+      else s[k] = _mm256_srli_epi16(v, 8);
+    }
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(s[0], s[1]), 0xD8);
+  }
+}
 
 // Byte l of the result is 0xFF when bit l of p is set, else 0.
 inline __m256i spread_bits(std::uint32_t p) {
@@ -136,6 +169,185 @@ status decode_coded_body(const std::uint8_t* chunk, std::uint64_t m, const forma
     ++b;
   }
   return used == h.escapes ? status::success : status::corrupt;
+}
+
+
+// The exponent fields of a group from its high bytes (group_symbols).
+template <class E>
+inline __m256i group_exponents(__m256i high) {
+  if constexpr (std::is_same_v<E, fp16>) return _mm256_and_si256(_mm256_srli_epi16(high, 2), _mm256_set1_epi8(0x1F));
+  else return high;
+}
+
+// The rest sections of a full group of 32 elements at `in`: bytes (32) and, for fp32, words
+// (32 x u16), as group_coder::encode writes them.
+template <class E>
+inline void group_rest(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    __m256i v[4], r[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      r[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(v[k], 24), _mm256_set1_epi32(0x80)),
+                             _mm256_and_si256(_mm256_srli_epi32(v[k], 16), _mm256_set1_epi32(0x7F)));
+    }
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    for (int k = 0; k < 4; k += 2)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 16 * k),
+                          pack_u16(_mm256_and_si256(v[k], lo16), _mm256_and_si256(v[k + 1], lo16)));
+    const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(r[0], r[1]), _mm256_packus_epi32(r[2], r[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
+                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  } else {
+    (void)words;
+    __m256i r[2];
+    for (int k = 0; k < 2; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+      if constexpr (std::is_same_v<E, bf16>)
+        r[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 8), _mm256_set1_epi16(0x80)),
+                               _mm256_and_si256(v, _mm256_set1_epi16(0x7F)));
+      else
+        r[k] = _mm256_and_si256(v, _mm256_set1_epi16(0xFF));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm256_permute4x64_epi64(_mm256_packus_epi16(r[0], r[1]), 0xD8));
+  }
+}
+
+// codec_detail::choose_table with the statistic taken 32 elements at a time (the short last group
+// element by element).
+template <class E, class Policy>
+codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::uint64_t m,
+                             const codec_detail::body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
+    // the counted exponents are those other than the all-ones field and, for bf16 and fp32, zero
+    // (analytic_gaussian::counts)
+    static_assert(std::is_same_v<Policy, codebook::analytic_gaussian>, "avx2::choose_table: unknown mean statistic");
+    const __m256i top = _mm256_set1_epi8(static_cast<char>(E::exponent_mask)), zero = _mm256_setzero_si256();
+    __m256i sums = zero;
+    std::uint64_t sum = 0, count = 0;
+    for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+      if (codec_detail::in_zero_group(shape, g)) continue;
+      const std::uint64_t first = g * format::group_elems;
+      const unsigned lanes = format::group_lanes(m, g);
+      if (lanes < format::group_elems) {
+        for (unsigned i = 0; i < lanes; ++i) {
+          const std::uint32_t e = E::exponent(format::load_le<bits_type>(in + (first + i) * L::elem_size));
+          if (Policy::template counts<E>(e)) sum += e, ++count;
+        }
+        continue;
+      }
+      const __m256i e = group_exponents<E>(group_symbols<E>(in + first * L::elem_size));
+      __m256i out = _mm256_cmpeq_epi8(e, top);
+      if constexpr (!std::is_same_v<E, fp16>) out = _mm256_or_si256(out, _mm256_cmpeq_epi8(e, zero));
+      sums = _mm256_add_epi64(sums, _mm256_sad_epu8(_mm256_andnot_si256(out, e), zero));
+      count += 32u - static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(out))));
+    }
+    alignas(32) std::uint64_t part[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(part), sums);
+    sum += part[0] + part[1] + part[2] + part[3];
+    return Policy::template select<E>(sum, count);
+  } else if constexpr (Policy::stat == codebook::statistic::histogram) {
+    alignas(64) std::uint32_t part[8][256] = {};
+    for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+      if (codec_detail::in_zero_group(shape, g)) continue;
+      const std::uint64_t first = g * format::group_elems;
+      const unsigned lanes = format::group_lanes(m, g);
+      if (lanes < format::group_elems) {
+        for (unsigned i = 0; i < lanes; ++i)
+          ++part[i & 7][E::exponent(format::load_le<bits_type>(in + (first + i) * L::elem_size))];
+        continue;
+      }
+      const __m256i e = group_exponents<E>(group_symbols<E>(in + first * L::elem_size));
+      const __m128i lo = _mm256_castsi256_si128(e), hi = _mm256_extracti128_si256(e, 1);
+      const std::uint64_t w[4] = {static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo)), static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1)),
+                                  static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi)), static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1))};
+      for (unsigned i = 0; i < 4; ++i)
+        for (unsigned k = 0; k < 8; ++k) ++part[k][(w[i] >> (8 * k)) & 0xFFu];
+    }
+    std::uint32_t counts[E::exponent_count];
+    for (unsigned s = 0; s < E::exponent_count; ++s) {
+      std::uint32_t c = 0;
+      for (unsigned k = 0; k < 8; ++k) c += part[k][s];
+      counts[s] = c;
+    }
+    return Policy::template select<E>(counts);
+  } else {
+    return codec_detail::choose_table<E>(policy, in, m, shape);
+  }
+}
+
+// codec_detail::encode_chunk (a coded body with table t, or stored when escapes make coding not
+// pay) with full groups coded 32 lanes at a time.
+template <class E>
+std::uint64_t encode_coded_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t, bool checksum,
+                                 std::uint8_t* out, const codec_detail::body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using G = codec_detail::group_coder<E>;
+  constexpr unsigned P = L::planes;
+  const std::int64_t budget = L::escape_budget(shape.elems, shape.base);
+  if (budget < 0) return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  std::uint8_t lut[256];
+  codebook::make_code_lut(t, lut);
+  // code k + 1 where a lane's exponent is entry k; entries are tried from the last to the first,
+  // so that a repeated entry takes its first code, as make_code_lut's table does
+  __m256i entry[format::table_size], code_of[format::table_size];
+  for (unsigned k = 0; k < format::table_size; ++k) {
+    entry[k] = _mm256_set1_epi8(static_cast<char>(t.exponent[k]));
+    code_of[k] = _mm256_set1_epi8(static_cast<char>(k + 1));
+  }
+  std::uint8_t* planes = out + L::planes_offset(shape.base);
+  std::uint8_t* words = out + L::words_offset(shape.elems, shape.base);
+  std::uint8_t* bytes = out + L::bytes_offset(shape.elems, shape.base);
+  std::uint8_t* escapes = out + L::escapes_offset(shape.elems, shape.base);
+  std::uint64_t n_esc = 0, b = 0;  // b: the body's group
+  alignas(32) std::uint8_t esc[32], e8[32];
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    if (codec_detail::in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems, at = b * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    if (lanes < format::group_elems) {
+      const unsigned k =
+          G::encode(in + first * L::elem_size, lanes, lut, planes + b * P * 4, words + at * L::word_bytes, bytes + at, esc);
+      if (static_cast<std::int64_t>(n_esc + k) > budget) return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+      std::memcpy(escapes + n_esc, esc, k);
+      n_esc += k;
+    } else {
+      const __m256i high = group_symbols<E>(in + first * L::elem_size);
+      const __m256i e = group_exponents<E>(high);
+      __m256i code = _mm256_setzero_si256();
+      for (unsigned j = format::table_size; j-- > 0;) code = _mm256_blendv_epi8(code, code_of[j], _mm256_cmpeq_epi8(e, entry[j]));
+      // bit j of a lane's code to the top of its byte, then one vpmovmskb per plane word
+      std::uint32_t p[P];
+      p[0] = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(code, 7)));
+      p[1] = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(code, 6)));
+      p[2] = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(code, 5)));
+      if constexpr (P > 3) {  // fp16: mantissa bits 8, 9 and the sign, bits 0, 1 and 7 of the high byte
+        p[3] = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(high, 7)));
+        p[4] = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(high, 6)));
+        p[5] = static_cast<std::uint32_t>(_mm256_movemask_epi8(high));
+      }
+      for (unsigned j = 0; j < P; ++j) format::store_le<std::uint32_t>(planes + b * P * 4 + 4 * j, p[j]);
+      group_rest<E>(in + first * L::elem_size, bytes + at, words + at * L::word_bytes);
+      // the escaped lanes' exponents, in lane order
+      std::uint32_t lanes_out = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(code, _mm256_setzero_si256())));
+      if (lanes_out != 0) {
+        if (static_cast<std::int64_t>(n_esc + static_cast<unsigned>(_mm_popcnt_u32(lanes_out))) > budget)
+          return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(e8), e);
+        for (; lanes_out != 0; lanes_out &= lanes_out - 1) escapes[n_esc++] = e8[format::lowest_bit(lanes_out)];
+      }
+    }
+    ++b;
+  }
+  return codec_detail::seal_coded_chunk<E>(shape, t, n_esc, checksum, out);
+}
+
+// The whole chunk encoder of a 3-bit policy: the statistic, the table, the body.
+template <class E, class Policy>
+std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+                           const codec_detail::body_shape& shape) {
+  return encode_coded_chunk<E>(in, m, avx2::choose_table<E>(policy, in, m, shape), checksum, out, shape);
 }
 
 }  // namespace zipccl::host::detail::avx2

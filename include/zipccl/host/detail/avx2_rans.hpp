@@ -33,10 +33,13 @@
 #include "../../element.hpp"
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
+#include "avx2.hpp"
 
 namespace zipccl::host::detail::avx2::rans_simd {
 
 namespace rans = codec_detail::rans;
+using avx2::group_symbols;
+using avx2::pack_u16;
 
 // The two lane-mask tables: for the encoder, the byte shuffle that moves the 16-bit words of the
 // masked lanes (of eight, in lane order) to the top of 16 bytes; for the decoder, per lane the
@@ -71,11 +74,6 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
   const __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(a, b), 32);
   const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32));
   return _mm256_blend_epi32(even, odd, 0xAA);
-}
-
-// Eight 32-bit lanes (each below 2^16) of a and of b as sixteen 16-bit values in lane order.
-inline __m256i pack_u16(__m256i a, __m256i b) {
-  return _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
 }
 
 // A full group of 32 elements at `in`: the symbols as four registers of eight lanes, and the
@@ -117,27 +115,6 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
                         _mm256_permute4x64_epi64(_mm256_packus_epi16(r16[0], r16[1]), 0xD8));
-  }
-}
-
-// The symbols of a full group of 32 elements at `in`, one byte each, in lane order.
-template <class E>
-inline __m256i group_symbols(const std::uint8_t* in) {
-  if constexpr (std::is_same_v<E, fp32>) {
-    __m256i s[4];
-    for (int k = 0; k < 4; ++k)
-      s[k] = _mm256_and_si256(_mm256_srli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k)), 23),
-                              _mm256_set1_epi32(0xFF));
-    const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(s[0], s[1]), _mm256_packus_epi32(s[2], s[3]));
-    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  } else {
-    __m256i s[2];
-    for (int k = 0; k < 2; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
-      if constexpr (std::is_same_v<E, bf16>) s[k] = _mm256_and_si256(_mm256_srli_epi16(v, 7), _mm256_set1_epi16(0xFF));
-      else s[k] = _mm256_srli_epi16(v, 8);
-    }
-    return _mm256_permute4x64_epi64(_mm256_packus_epi16(s[0], s[1]), 0xD8);
   }
 }
 
@@ -436,8 +413,8 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
       kernel.load(x);
       continue;
     }
-    // a group pushes at most 64 bytes, and a store may reach 16 bytes below the stream's start:
-    // too close to the rest sections, the reference decides (and writes) the chunk
+    // a group pushes at most 64 bytes, and an AVX2 store may reach 16 bytes below the stream's
+    // start: too close to the rest sections, the reference decides (and writes) the chunk
     if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
     std::uint64_t t = top;
     kernel.group(in + first * L::elem_size, bytes + at, words + at * W, out, &t);

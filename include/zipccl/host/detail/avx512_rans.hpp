@@ -1,5 +1,5 @@
 // zipccl: AVX-512 encoder and decoder of rANS chunks (codebook::entropy), built where
-// ZIPCCL_HAS_AVX512 holds (it uses AVX-512 F, BW, VL and DQ only).
+// ZIPCCL_HAS_AVX512 and ZIPCCL_HAS_AVX2 hold (the kernels themselves need AVX-512 F and BW only).
 //
 // The 32 lanes of a chunk's rANS body (codec/rans.hpp) are two registers of sixteen 32-bit states.
 // One step of a register:
@@ -8,7 +8,8 @@
 //            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask.
 //   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
 //            symbols fall in a window of 64 values (the one that holds the most of the chunk's
-//            frequency; a lookup is two vpermt2d and a blend), else by two gathers; the lanes at or
+//            frequency; a lookup is two vpermt2d and a blend), else (and for fp16) by two
+//            gathers; the lanes at or
 //            above freq << 20 give up their low 16 bits, which vpcompressd and a masked vpmovdw
 //            store put in lane order just below the stream's current start; then
 //            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
@@ -43,6 +44,7 @@ inline __m512i mulhi_epu32(__m512i a, __m512i b) {
 struct window_table {
   __m512i fc[4], rcp[4];
   __m512i lo;
+  window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
   window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
     alignas(64) std::uint32_t f[64], r[64];
     lo = _mm512_set1_epi32(static_cast<int>(et.window<64>(plan, f, r)));
@@ -51,19 +53,16 @@ struct window_table {
       rcp[k] = _mm512_load_si512(r + 16 * k);
     }
   }
-  // The two lookups of sixteen symbols, from the window or, when a lane is outside it, by gathers.
-  void lookup(__m512i sym, const encode_table& et, __m512i* freq_cum, __m512i* recip) const {
+  // The two lookups of sixteen symbols; false when a lane's symbol is outside the window.
+  bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     const __m512i i = _mm512_sub_epi32(sym, lo);
-    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) {
-      *freq_cum = _mm512_i32gather_epi32(sym, et.freq_cum, 4);
-      *recip = _mm512_i32gather_epi32(sym, et.rcp, 4);
-      return;
-    }
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
     const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
     *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]),
                                         _mm512_permutex2var_epi32(fc[2], i, fc[3]));
     *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]),
                                      _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
+    return true;
   }
 };
 
@@ -102,10 +101,14 @@ inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t*
 // the 32 states in two registers, lanes 31..16 first.
 template <class E>
 struct encode_kernel {
+  // (fp16's symbol is the high byte, sign included: symmetric data puts a chunk's symbols in two
+  // clusters 128 apart, which no window of 64 holds, so fp16 takes the gathers, as on AVX2)
+  static constexpr bool windowed = !std::is_same_v<E, fp16>;
   const encode_table& et;
   window_table wt;
   __m512i X[2];
-  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t) : et(t), wt(plan, t), X() {}
+  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
+      : et(t), wt(windowed ? window_table(plan, t) : window_table()), X() {}
   void load(const std::uint32_t* x) {
     for (int k = 0; k < 2; ++k) X[k] = _mm512_loadu_si512(x + 16 * k);
   }
@@ -121,7 +124,10 @@ struct encode_kernel {
     std::uint64_t t = *top;
     for (int k = 1; k >= 0; --k) {
       __m512i fc, rcp;
-      wt.lookup(sym[k], et, &fc, &rcp);
+      if (!windowed || !wt.lookup(sym[k], &fc, &rcp)) {
+        fc = _mm512_i32gather_epi32(sym[k], et.freq_cum, 4);
+        rcp = _mm512_i32gather_epi32(sym[k], et.rcp, 4);
+      }
       const __m512i f = _mm512_and_si512(fc, lo16), cum = _mm512_srli_epi32(fc, 16);
       // push where x >= f << 20, i.e. where x is above (f << 20) - 1 (f = 4096 never pushes: the
       // bound wraps to 2^32 - 1)

@@ -45,11 +45,15 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
     return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
 #endif
   } else {
+    constexpr bool known = std::is_same_v<Policy, codebook::analytic_gaussian> ||
+                           std::is_same_v<Policy, codebook::histogram> || std::is_same_v<Policy, codebook::fixed>;
 #if ZIPCCL_HAS_AVX512
-  // the vector path codes whole chunks; chunks with a zero mask take the reference path
-  if constexpr (std::is_same_v<Policy, codebook::analytic_gaussian> || std::is_same_v<Policy, codebook::histogram> ||
-                std::is_same_v<Policy, codebook::fixed>)
-    if (shape.zero_mask == nullptr) return avx512::encode_chunk<E>(policy, in, m, checksum, out);
+    // the AVX-512 path codes dense chunks; chunks with a zero mask take the AVX2 one
+    if constexpr (known)
+      if (shape.zero_mask == nullptr) return avx512::encode_chunk<E>(policy, in, m, checksum, out);
+#endif
+#if ZIPCCL_HAS_AVX2
+    if constexpr (known) return avx2::encode_chunk<E>(policy, in, m, checksum, out, shape);
 #endif
     const codebook::table t = codec_detail::choose_table<E>(policy, in, m, shape);
     return codec_detail::encode_chunk<E>(in, m, t, checksum, out, shape);
