@@ -45,8 +45,9 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
     return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
 #endif
   } else {
-    constexpr bool known = std::is_same_v<Policy, codebook::analytic_gaussian> ||
-                           std::is_same_v<Policy, codebook::histogram> || std::is_same_v<Policy, codebook::fixed>;
+    [[maybe_unused]] constexpr bool known = std::is_same_v<Policy, codebook::analytic_gaussian> ||
+                                            std::is_same_v<Policy, codebook::histogram> ||
+                                            std::is_same_v<Policy, codebook::fixed>;
 #if ZIPCCL_HAS_AVX512
     // the AVX-512 path codes dense chunks; chunks with a zero mask take the AVX2 one
     if constexpr (known)
