@@ -124,6 +124,17 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
         if ((i / 128) % 2 == 1 || i + 40 >= m) sparse[i] = 0;
       compare_paths<TestType>(sparse, checksum, true);
       compare_paths<TestType>(sparse, checksum, false);
+      // zero rows only (a short last group that is not in a zero group), and a few infinities and
+      // NaNs among ordinary values (exponent fields the analytic mean leaves out)
+      auto rows = testing::make_tensor<E>(m, 0.03, testing::distribution::gaussian, m + 4);
+      for (std::uint64_t i = 0; i < m; ++i)
+        if ((i / 128) % 2 == 1) rows[i] = 0;
+      compare_paths<TestType>(rows, checksum, true);
+      auto odd = testing::make_tensor<E>(m, 0.03, testing::distribution::gaussian, m + 5);
+      using bits = typename TestType::bits_type;
+      for (std::uint64_t i = 0; i < m; i += 97)
+        odd[i] = static_cast<bits>((E::exponent_mask << E::mantissa_bits) | (i % 3 == 0 ? 1u : 0u) | (i % 2 ? 0u : (1u << (E::total_bits - 1))));
+      compare_paths<TestType>(odd, checksum);
       // one value (rANS: a single symbol of frequency 4096, never renormalising), and that value
       // with one element of another exponent (frequency 1)
       std::vector<typename TestType::bits_type> flat(m, testing::one_value<E>());
@@ -156,4 +167,61 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
     for (std::uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<typename TestType::bits_type>(i * 40503u);
     compare_paths<TestType>(all, false);
   }
+}
+
+// The 3-bit encoders at the escape budget: exactly as many escapes as a coded body may hold, and
+// one more (the chunk is stored), with the crossing in a full group or in the short last group; and
+// tables that compress() refuses (repeated entries, entries past fp16's 32 fields), which the
+// chunk encoders still take alike.
+TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd tables", "[host][simd]", bf16, fp16, fp32) {
+  using E = TestType;
+  using L = format::chunk_layout<E>;
+  using bits = typename E::bits_type;
+  const auto value = [](std::uint32_t exponent, std::uint32_t i) {
+    return static_cast<bits>((exponent << E::mantissa_bits) | (i & E::mantissa_mask) | ((i & 8u) ? (1u << (E::total_bits - 1)) : 0u));
+  };
+  codebook::table t;
+  for (unsigned k = 0; k < format::table_size; ++k) t.exponent[k] = static_cast<std::uint8_t>(1 + k);
+  const std::uint32_t escaped = std::is_same_v<E, fp16> ? 20u : 100u;
+  const auto check = [&](const std::vector<bits>& v, const codebook::fixed& policy, bool zero_masks) {
+    const auto* in = reinterpret_cast<const std::uint8_t*>(v.data());
+    const std::uint64_t m = v.size();
+    std::vector<std::uint8_t> fast(L::stored_bytes(m)), ref(L::stored_bytes(m));
+    const std::uint64_t b = codec_detail::code_chunk<E>(policy, in, m, false, zero_masks, ref.data());
+    const std::uint64_t a = host::detail::encode_chunk<E>(policy, in, m, false, zero_masks, fast.data());
+    REQUIRE(a == b);
+    REQUIRE(std::memcmp(fast.data(), ref.data(), a) == 0);
+#if ZIPCCL_HAS_AVX2
+    std::vector<std::uint8_t> v2(L::stored_bytes(m));
+    const std::uint64_t c = avx2_encode<E>(policy, in, m, false, zero_masks, v2.data());
+    REQUIRE(c == b);
+    REQUIRE(std::memcmp(v2.data(), ref.data(), c) == 0);
+#endif
+    return format::read_chunk_header(ref.data()).mode;
+  };
+  for (std::uint64_t m : {1000ull, 4096ull, 65536ull + 17}) {
+    const std::int64_t budget = L::escape_budget(m);
+    REQUIRE(budget > 0);
+    for (std::int64_t extra : {0, 1})
+      for (bool at_end : {true, false}) {
+        INFO("m = " << m << " escapes = budget + " << extra << (at_end ? " (last elements)" : " (first elements)"));
+        std::vector<bits> v(m);
+        const std::uint64_t k = static_cast<std::uint64_t>(budget + extra);
+        for (std::uint64_t i = 0; i < m; ++i) {
+          const bool esc = at_end ? i >= m - k : i < k;
+          v[i] = value(esc ? escaped : 1u + static_cast<std::uint32_t>(i % 7), static_cast<std::uint32_t>(i));
+        }
+        const auto mode = check(v, codebook::fixed(t), false);
+        REQUIRE(mode == (extra == 0 ? format::chunk_mode::coded : format::chunk_mode::stored));
+      }
+  }
+  // repeated and out-of-range entries: the first code of an exponent wins, as in make_code_lut
+  codebook::table odd;
+  const std::uint8_t entries[format::table_size] = {3, 3, 5, 40, 3, 250, 5};
+  for (unsigned k = 0; k < format::table_size; ++k) odd.exponent[k] = entries[k];
+  std::mt19937_64 rng(5);
+  std::vector<bits> v(5000);
+  for (std::uint32_t i = 0; i < v.size(); ++i)
+    v[i] = value(static_cast<std::uint32_t>(rng() % 8 == 0 ? rng() % E::exponent_count : (rng() % 2 ? 3 : 5)), i);
+  for (bool zero_masks : {false, true}) check(v, codebook::fixed(odd), zero_masks);
 }

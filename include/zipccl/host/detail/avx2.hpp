@@ -18,10 +18,13 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
+#include "../../codebook/analytic_gaussian.hpp"
+#include "../../codebook/histogram.hpp"
 #include "../../codebook/table.hpp"
 #include "../../codec/chunk_codec.hpp"
 #include "../../element.hpp"
@@ -212,66 +215,139 @@ inline void group_rest(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t
   }
 }
 
+// Calls f(first, lanes) for each group of the body (the groups outside zero groups) in order.
+template <class F>
+inline void for_body_groups(std::uint64_t m, const codec_detail::body_shape& shape, F&& f) {
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g)
+    if (!codec_detail::in_zero_group(shape, g)) f(g * format::group_elems, format::group_lanes(m, g));
+}
+
+// The sum and count of the body's exponent fields that analytic_gaussian counts (all but the
+// all-ones field and, for bf16 and fp32, zero): a compare and one vpsadbw per group.
+template <class E>
+void exponent_sum(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint64_t* sum,
+                  std::uint64_t* count) {
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  const __m256i top = _mm256_set1_epi8(static_cast<char>(E::exponent_mask)), zero = _mm256_setzero_si256();
+  __m256i sums = zero;
+  std::uint64_t s = 0, n = 0;
+  for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
+    if (lanes < format::group_elems) {
+      for (unsigned i = 0; i < lanes; ++i) {
+        const std::uint32_t e = E::exponent(format::load_le<bits_type>(in + (first + i) * L::elem_size));
+        if (codebook::analytic_gaussian::counts<E>(e)) s += e, ++n;
+      }
+      return;
+    }
+    const __m256i e = group_exponents<E>(group_symbols<E>(in + first * L::elem_size));
+    __m256i out = _mm256_cmpeq_epi8(e, top);
+    if constexpr (!std::is_same_v<E, fp16>) out = _mm256_or_si256(out, _mm256_cmpeq_epi8(e, zero));
+    sums = _mm256_add_epi64(sums, _mm256_sad_epu8(_mm256_andnot_si256(out, e), zero));
+    n += 32u - static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(out))));
+  });
+  alignas(32) std::uint64_t part[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(part), sums);
+  *sum = s + part[0] + part[1] + part[2] + part[3];
+  *count = n;
+}
+
+// The body's histogram of exponent fields (Exponents) or of rANS symbols (the high bytes:
+// codec/rans.hpp), the first `n` entries into counts: eight partial tables fed from 64-bit words of
+// the groups' bytes, so that a run of equal values does not wait on one counter.
+template <class E, bool Exponents>
+void byte_histogram(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint32_t* counts,
+                    unsigned n) {
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  alignas(64) std::uint32_t part[8][256] = {};
+  for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
+    if (lanes < format::group_elems) {
+      for (unsigned i = 0; i < lanes; ++i) {
+        const bits_type v = format::load_le<bits_type>(in + (first + i) * L::elem_size);
+        ++part[i & 7][Exponents ? E::exponent(v) : codec_detail::rans::split<E>::symbol(v)];
+      }
+      return;
+    }
+    __m256i e = group_symbols<E>(in + first * L::elem_size);
+    if constexpr (Exponents) e = group_exponents<E>(e);
+    const __m128i lo = _mm256_castsi256_si128(e), hi = _mm256_extracti128_si256(e, 1);
+    const std::uint64_t w[4] = {static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo)), static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1)),
+                                static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi)), static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1))};
+    for (unsigned i = 0; i < 4; ++i)
+      for (unsigned k = 0; k < 8; ++k) ++part[k][(w[i] >> (8 * k)) & 0xFFu];
+  });
+  for (unsigned v = 0; v < n; ++v) {
+    std::uint32_t c = 0;
+    for (unsigned k = 0; k < 8; ++k) c += part[k][v];
+    counts[v] = c;
+  }
+}
+
+// The histogram policy's table. For bf16 and fp32 the mean locates the bulk first: eleven bins
+// around it (the analytic window, two below and two above) and the zero bin are counted with
+// compares and popcounts. When the body's other elements add up to less than the seventh largest
+// counted bin, no other exponent can enter the top seven (nor tie with it), and the counted bins
+// give the reference's table (the AVX-512 path's rule); otherwise, and for fp16, the full
+// histogram is counted.
+template <class E>
+codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape) {
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  std::uint32_t counts[E::exponent_count] = {};
+  if constexpr (E::exponent_count > 32) {
+    constexpr int bins = 11;
+    constexpr int top = static_cast<int>(E::exponent_count) - bins;
+    std::uint64_t sum = 0, count = 0;
+    exponent_sum<E>(in, m, shape, &sum, &count);
+    const int lo = codebook::analytic_gaussian::select<E>(sum, count).exponent[0];
+    const int base = lo - 2 < 1 ? 1 : (lo - 2 > top ? top : lo - 2);
+    __m256i bin[bins];
+    for (int j = 0; j < bins; ++j) bin[j] = _mm256_set1_epi8(static_cast<char>(base + j));
+    std::uint64_t near[bins] = {}, zero = 0;
+    for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
+      if (lanes < format::group_elems) {
+        for (unsigned i = 0; i < lanes; ++i) {
+          const int e = static_cast<int>(E::exponent(format::load_le<bits_type>(in + (first + i) * L::elem_size)));
+          if (e == 0) ++zero;
+          else if (e >= base && e < base + bins) ++near[e - base];
+        }
+        return;
+      }
+      const __m256i e = group_exponents<E>(group_symbols<E>(in + first * L::elem_size));
+      zero += static_cast<unsigned>(
+          _mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(e, _mm256_setzero_si256())))));
+      for (int j = 0; j < bins; ++j)
+        near[j] += static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(e, bin[j])))));
+    });
+    std::uint64_t inside = zero;
+    counts[0] = static_cast<std::uint32_t>(zero);
+    for (int j = 0; j < bins; ++j) {
+      counts[base + j] = static_cast<std::uint32_t>(near[j]);
+      inside += near[j];
+    }
+    const codebook::table t = codebook::histogram::select<E>(counts);
+    std::uint32_t seventh = UINT32_MAX;
+    for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
+    if (shape.elems - inside < seventh) return t;
+  }
+  byte_histogram<E, true>(in, m, shape, counts, E::exponent_count);
+  return codebook::histogram::select<E>(counts);
+}
+
 // codec_detail::choose_table with the statistic taken 32 elements at a time (the short last group
 // element by element).
 template <class E, class Policy>
 codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::uint64_t m,
                              const codec_detail::body_shape& shape) {
-  using L = format::chunk_layout<E>;
-  using bits_type = typename E::bits_type;
   if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
-    // the counted exponents are those other than the all-ones field and, for bf16 and fp32, zero
-    // (analytic_gaussian::counts)
     static_assert(std::is_same_v<Policy, codebook::analytic_gaussian>, "avx2::choose_table: unknown mean statistic");
-    const __m256i top = _mm256_set1_epi8(static_cast<char>(E::exponent_mask)), zero = _mm256_setzero_si256();
-    __m256i sums = zero;
     std::uint64_t sum = 0, count = 0;
-    for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-      if (codec_detail::in_zero_group(shape, g)) continue;
-      const std::uint64_t first = g * format::group_elems;
-      const unsigned lanes = format::group_lanes(m, g);
-      if (lanes < format::group_elems) {
-        for (unsigned i = 0; i < lanes; ++i) {
-          const std::uint32_t e = E::exponent(format::load_le<bits_type>(in + (first + i) * L::elem_size));
-          if (Policy::template counts<E>(e)) sum += e, ++count;
-        }
-        continue;
-      }
-      const __m256i e = group_exponents<E>(group_symbols<E>(in + first * L::elem_size));
-      __m256i out = _mm256_cmpeq_epi8(e, top);
-      if constexpr (!std::is_same_v<E, fp16>) out = _mm256_or_si256(out, _mm256_cmpeq_epi8(e, zero));
-      sums = _mm256_add_epi64(sums, _mm256_sad_epu8(_mm256_andnot_si256(out, e), zero));
-      count += 32u - static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(out))));
-    }
-    alignas(32) std::uint64_t part[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(part), sums);
-    sum += part[0] + part[1] + part[2] + part[3];
+    exponent_sum<E>(in, m, shape, &sum, &count);
     return Policy::template select<E>(sum, count);
   } else if constexpr (Policy::stat == codebook::statistic::histogram) {
-    alignas(64) std::uint32_t part[8][256] = {};
-    for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-      if (codec_detail::in_zero_group(shape, g)) continue;
-      const std::uint64_t first = g * format::group_elems;
-      const unsigned lanes = format::group_lanes(m, g);
-      if (lanes < format::group_elems) {
-        for (unsigned i = 0; i < lanes; ++i)
-          ++part[i & 7][E::exponent(format::load_le<bits_type>(in + (first + i) * L::elem_size))];
-        continue;
-      }
-      const __m256i e = group_exponents<E>(group_symbols<E>(in + first * L::elem_size));
-      const __m128i lo = _mm256_castsi256_si128(e), hi = _mm256_extracti128_si256(e, 1);
-      const std::uint64_t w[4] = {static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo)), static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1)),
-                                  static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi)), static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1))};
-      for (unsigned i = 0; i < 4; ++i)
-        for (unsigned k = 0; k < 8; ++k) ++part[k][(w[i] >> (8 * k)) & 0xFFu];
-    }
-    std::uint32_t counts[E::exponent_count];
-    for (unsigned s = 0; s < E::exponent_count; ++s) {
-      std::uint32_t c = 0;
-      for (unsigned k = 0; k < 8; ++k) c += part[k][s];
-      counts[s] = c;
-    }
-    return Policy::template select<E>(counts);
+    static_assert(std::is_same_v<Policy, codebook::histogram>, "avx2::choose_table: unknown histogram policy");
+    return histogram_table<E>(in, m, shape);
   } else {
     return codec_detail::choose_table<E>(policy, in, m, shape);
   }

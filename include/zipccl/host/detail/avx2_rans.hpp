@@ -38,7 +38,6 @@
 namespace zipccl::host::detail::avx2::rans_simd {
 
 namespace rans = codec_detail::rans;
-using avx2::group_symbols;
 using avx2::pack_u16;
 
 // The two lane-mask tables: for the encoder, the byte shuffle that moves the 16-bit words of the
@@ -118,37 +117,13 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
   }
 }
 
-// codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (eight partial
-// histograms, so that a hot symbol does not wait on its own counter; the symbols leave the
-// register eight at a time, as 64-bit words).
+// codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (avx2::byte_histogram).
 template <class E>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
-                            codec_detail::rans_plan* plan) {
-  using L = format::chunk_layout<E>;
+                       codec_detail::rans_plan* plan) {
   if (shape.elems == 0) return false;
-  alignas(64) std::uint32_t part[8][rans::symbols] = {};
-  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-    if (codec_detail::in_zero_group(shape, g)) continue;
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    if (lanes == rans::lanes) {
-      const __m256i s = group_symbols<E>(in + first * L::elem_size);
-      const __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
-      const std::uint64_t w[4] = {static_cast<std::uint64_t>(_mm_cvtsi128_si64(lo)), static_cast<std::uint64_t>(_mm_extract_epi64(lo, 1)),
-                                  static_cast<std::uint64_t>(_mm_cvtsi128_si64(hi)), static_cast<std::uint64_t>(_mm_extract_epi64(hi, 1))};
-      for (unsigned i = 0; i < 4; ++i)
-        for (unsigned k = 0; k < 8; ++k) ++part[k][(w[i] >> (8 * k)) & 0xFFu];
-    } else {
-      for (unsigned i = 0; i < lanes; ++i)
-        ++part[i & 7][rans::split<E>::symbol(format::load_le<typename E::bits_type>(in + (first + i) * L::elem_size))];
-    }
-  }
   std::uint32_t counts[rans::symbols];
-  for (unsigned s = 0; s < rans::symbols; ++s) {
-    std::uint32_t c = 0;
-    for (unsigned k = 0; k < 8; ++k) c += part[k][s];
-    counts[s] = c;
-  }
+  avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
   return codec_detail::finish_rans_plan<E>(counts, shape, plan);
 }
 
