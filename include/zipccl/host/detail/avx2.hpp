@@ -30,6 +30,7 @@
 #include "../../element.hpp"
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
+#include "histogram_bins.hpp"
 
 namespace zipccl::host::detail::avx2 {
 
@@ -284,24 +285,18 @@ void byte_histogram(const std::uint8_t* in, std::uint64_t m, const codec_detail:
   }
 }
 
-// The histogram policy's table. For bf16 and fp32 the mean locates the bulk first: eleven bins
-// around it (the analytic window, two below and two above) and the zero bin are counted with
-// compares and popcounts. When the body's other elements add up to less than the seventh largest
-// counted bin, no other exponent can enter the top seven (nor tie with it), and the counted bins
-// give the reference's table (the AVX-512 path's rule); otherwise, and for fp16, the full
-// histogram is counted.
+// The histogram policy's table: for bf16 and fp32 from the eleven bins of histogram_bins.hpp,
+// counted with compares and popcounts, when they decide it; otherwise, and for fp16, from the full
+// histogram.
 template <class E>
 codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape) {
   using L = format::chunk_layout<E>;
   using bits_type = typename E::bits_type;
-  std::uint32_t counts[E::exponent_count] = {};
   if constexpr (E::exponent_count > 32) {
-    constexpr int bins = 11;
-    constexpr int top = static_cast<int>(E::exponent_count) - bins;
+    constexpr int bins = histogram_bins::bins;
     std::uint64_t sum = 0, count = 0;
     exponent_sum<E>(in, m, shape, &sum, &count);
-    const int lo = codebook::analytic_gaussian::select<E>(sum, count).exponent[0];
-    const int base = lo - 2 < 1 ? 1 : (lo - 2 > top ? top : lo - 2);
+    const int base = histogram_bins::first_bin<E>(sum, count);
     __m256i bin[bins];
     for (int j = 0; j < bins; ++j) bin[j] = _mm256_set1_epi8(static_cast<char>(base + j));
     std::uint64_t near[bins] = {}, zero = 0;
@@ -320,17 +315,10 @@ codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m, const c
       for (int j = 0; j < bins; ++j)
         near[j] += static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(e, bin[j])))));
     });
-    std::uint64_t inside = zero;
-    counts[0] = static_cast<std::uint32_t>(zero);
-    for (int j = 0; j < bins; ++j) {
-      counts[base + j] = static_cast<std::uint32_t>(near[j]);
-      inside += near[j];
-    }
-    const codebook::table t = codebook::histogram::select<E>(counts);
-    std::uint32_t seventh = UINT32_MAX;
-    for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
-    if (shape.elems - inside < seventh) return t;
+    codebook::table t;
+    if (histogram_bins::select<E>(zero, near, base, shape.elems, &t)) return t;
   }
+  std::uint32_t counts[E::exponent_count] = {};
   byte_histogram<E, true>(in, m, shape, counts, E::exponent_count);
   return codebook::histogram::select<E>(counts);
 }

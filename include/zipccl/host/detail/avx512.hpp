@@ -30,6 +30,7 @@
 #include "../../element.hpp"
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
+#include "histogram_bins.hpp"
 
 namespace zipccl::host::detail::avx512 {
 
@@ -261,10 +262,8 @@ void count_bins(const std::uint8_t* in, std::uint64_t m, int base, std::uint64_t
 }
 
 // Exact histogram top 7. fp16 has 32 exponents: all are counted with compares. For bf16 and fp32
-// the mean locates the bulk; eleven bins around it (the analytic window, two below and two above)
-// and the zero bin are counted. When everything outside those bins adds up to less than the
-// seventh largest counted bin, no outside exponent can enter the top 7 (nor tie with it), and the
-// counted bins give the reference's table; otherwise a full histogram is counted.
+// the eleven bins of histogram_bins.hpp are counted first; when they do not decide the table, a
+// full histogram is.
 template <class E>
 codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m) {
   using L = format::chunk_layout<E>;
@@ -276,24 +275,14 @@ codebook::table histogram_table(const std::uint8_t* in, std::uint64_t m) {
     for (unsigned e = 1; e < E::exponent_count; ++e) counts[e] = static_cast<std::uint32_t>(all[e - 1]);
     return codebook::histogram::select<E>(counts);
   } else {
-    constexpr int bins = 11;
-    constexpr int top = static_cast<int>(E::exponent_count) - bins;
+    constexpr int bins = histogram_bins::bins;
     std::uint64_t sum = 0, count = 0;
     exponent_sum<E>(in, m, &sum, &count);
-    const int lo = codebook::analytic_gaussian::select<E>(sum, count).exponent[0];
-    const int base = lo - 2 < 1 ? 1 : (lo - 2 > top ? top : lo - 2);
+    const int base = histogram_bins::first_bin<E>(sum, count);
     std::uint64_t near[bins] = {}, zero = 0;
     count_bins<E, bins>(in, m, base, near, &zero);
-    std::uint64_t inside = zero;
-    counts[0] = static_cast<std::uint32_t>(zero);
-    for (int j = 0; j < bins; ++j) {
-      counts[base + j] = static_cast<std::uint32_t>(near[j]);
-      inside += near[j];
-    }
-    const codebook::table t = codebook::histogram::select<E>(counts);
-    std::uint32_t seventh = UINT32_MAX;
-    for (unsigned k = 0; k < format::table_size; ++k) seventh = std::min(seventh, counts[t.exponent[k]]);
-    if (m - inside < seventh) return t;
+    codebook::table t;
+    if (histogram_bins::select<E>(zero, near, base, m, &t)) return t;
     // Full count, four interleaved tables to keep increments of equal bins apart.
     std::uint32_t sub[4][E::exponent_count] = {};
     using bits_type = typename E::bits_type;
