@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <zipccl/zipccl.hpp>
@@ -15,31 +16,65 @@ using namespace zipccl;
 
 namespace {
 #if ZIPCCL_HAS_AVX2
-// The AVX2 paths themselves, whichever kernels the dispatcher picks on this CPU (with AVX-512 it
-// takes the AVX-512 ones for rANS and for dense 3-bit chunks): a chunk's encoder, and its decoder
-// as host::detail::decode_chunk runs it (the reference's checks, then the AVX2 body decoder).
-template <class E, class Policy>
-std::uint64_t avx2_encode(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum, bool zero_masks,
-                          std::uint8_t* out) {
-  const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
-  if constexpr (codebook::is_entropy_v<Policy>) return host::detail::avx2::rans_simd::encode_rans_chunk<E>(in, m, checksum, out, shape);
-  else return host::detail::avx2::encode_chunk<E>(policy, in, m, checksum, out, shape);
-}
-template <class E>
-status avx2_decode(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum, std::uint8_t* out) {
-  if (span < format::chunk_header_bytes || chunk[0] == 0u || chunk[0] == 2u)
-    return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
-  format::chunk_header h;
-  codec_detail::body_shape body;
-  const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h, &body);
-  if (st != status::success) return st;
-  if (format::mode_is_rans(h.mode)) return host::detail::avx2::rans_simd::decode_rans_body<E>(chunk, m, h, body, out);
-  return host::detail::avx2::decode_coded_body<E>(chunk, m, h, body, out);
-}
+// The vector kernels themselves, whichever the dispatcher picks on this CPU (with AVX-512 it takes
+// the AVX-512 ones for rANS and for dense 3-bit chunks): the AVX2 ones always, and the AVX-512
+// rANS kernels where they are built (so test_host_simd_avx512 and its emulated twin run them by
+// name). A chunk's encoder, and its decoder as host::detail::decode_chunk runs it: the reference's
+// checks, then the vector body decoder.
+template <class Rans>
+struct vector_path {
+  template <class E, class Policy>
+  static std::uint64_t encode(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
+                              bool zero_masks, std::uint8_t* out) {
+    const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
+    if constexpr (codebook::is_entropy_v<Policy>) return Rans::template encode<E>(in, m, checksum, out, shape);
+    else return host::detail::avx2::encode_chunk<E>(policy, in, m, checksum, out, shape);
+  }
+  template <class E>
+  static status decode(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum, std::uint8_t* out) {
+    if (span < format::chunk_header_bytes || chunk[0] == 0u || chunk[0] == 2u)
+      return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
+    format::chunk_header h;
+    codec_detail::body_shape body;
+    const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h, &body);
+    if (st != status::success) return st;
+    if (format::mode_is_rans(h.mode)) return Rans::template decode<E>(chunk, m, h, body, out);
+    return host::detail::avx2::decode_coded_body<E>(chunk, m, h, body, out);
+  }
+};
+#define ZIPCCL_TEST_RANS_KERNELS(ns)                                                                              \
+  struct ns##_rans {                                                                                             \
+    template <class E>                                                                                           \
+    static std::uint64_t encode(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,       \
+                                const codec_detail::body_shape& shape) {                                         \
+      return host::detail::ns::rans_simd::encode_rans_chunk<E>(in, m, checksum, out, shape);                     \
+    }                                                                                                            \
+    template <class E>                                                                                           \
+    static status decode(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,              \
+                         const codec_detail::body_shape& body, std::uint8_t* out) {                              \
+      return host::detail::ns::rans_simd::decode_rans_body<E>(chunk, m, h, body, out);                           \
+    }                                                                                                            \
+  };
+ZIPCCL_TEST_RANS_KERNELS(avx2)
+#if ZIPCCL_HAS_AVX512
+ZIPCCL_TEST_RANS_KERNELS(avx512)
+using vector_paths = std::tuple<vector_path<avx2_rans>, vector_path<avx512_rans>>;
+#else
+using vector_paths = std::tuple<vector_path<avx2_rans>>;
+#endif
+#undef ZIPCCL_TEST_RANS_KERNELS
+#else
+using vector_paths = std::tuple<>;
 #endif
 
-// Decodes `chunk` with the dispatched path and, where it is built, the AVX2 one; both must return
-// the reference's status and, on success, its values.
+// Calls f(path) for each vector path above (none where AVX2 is not built).
+template <class F>
+void for_each_vector_path(F&& f) {
+  std::apply([&](auto... path) { (f(path), ...); }, vector_paths{});
+}
+
+// Decodes `chunk` with the dispatched path and each vector path; all must return the reference's
+// status and, on success, its values.
 template <class E>
 void compare_decoders(const std::vector<std::uint8_t>& chunk, std::uint64_t span, std::uint64_t m, bool checksum) {
   using L = format::chunk_layout<E>;
@@ -48,11 +83,11 @@ void compare_decoders(const std::vector<std::uint8_t>& chunk, std::uint64_t span
   const status s1 = host::detail::decode_chunk<E>(chunk.data(), span, m, checksum, x.data());
   REQUIRE(s1 == s2);
   if (s1 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
-#if ZIPCCL_HAS_AVX2
-  const status s3 = avx2_decode<E>(chunk.data(), span, m, checksum, x.data());
-  REQUIRE(s3 == s2);
-  if (s3 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
-#endif
+  for_each_vector_path([&](auto path) {
+    const status s3 = decltype(path)::template decode<E>(chunk.data(), span, m, checksum, x.data());
+    REQUIRE(s3 == s2);
+    if (s3 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+  });
 }
 
 template <class Codec>
@@ -67,14 +102,12 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
   const std::uint64_t b = codec_detail::code_chunk<E>(policy, in, m, checksum, zero_masks, ref.data());
   REQUIRE(a == b);
   REQUIRE(std::memcmp(fast.data(), ref.data(), a) == 0);
-#if ZIPCCL_HAS_AVX2
-  {
+  for_each_vector_path([&](auto path) {
     std::vector<std::uint8_t> v2(L::stored_bytes(m));
-    const std::uint64_t c = avx2_encode<E>(policy, in, m, checksum, zero_masks, v2.data());
+    const std::uint64_t c = decltype(path)::template encode<E>(policy, in, m, checksum, zero_masks, v2.data());
     REQUIRE(c == b);
     REQUIRE(std::memcmp(v2.data(), ref.data(), c) == 0);
-  }
-#endif
+  });
   std::vector<std::uint8_t> x(m * L::elem_size + 8), y(m * L::elem_size + 8);
   REQUIRE(host::detail::decode_chunk<E>(fast.data(), a, m, checksum, x.data()) == status::success);
   REQUIRE(codec_detail::decode_chunk<E>(ref.data(), b, m, checksum, y.data()) == status::success);
@@ -191,12 +224,12 @@ TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd ta
     const std::uint64_t a = host::detail::encode_chunk<E>(policy, in, m, false, zero_masks, fast.data());
     REQUIRE(a == b);
     REQUIRE(std::memcmp(fast.data(), ref.data(), a) == 0);
-#if ZIPCCL_HAS_AVX2
-    std::vector<std::uint8_t> v2(L::stored_bytes(m));
-    const std::uint64_t c = avx2_encode<E>(policy, in, m, false, zero_masks, v2.data());
-    REQUIRE(c == b);
-    REQUIRE(std::memcmp(v2.data(), ref.data(), c) == 0);
-#endif
+    for_each_vector_path([&](auto path) {
+      std::vector<std::uint8_t> v2(L::stored_bytes(m));
+      const std::uint64_t c = decltype(path)::template encode<E>(policy, in, m, false, zero_masks, v2.data());
+      REQUIRE(c == b);
+      REQUIRE(std::memcmp(v2.data(), ref.data(), c) == 0);
+    });
     return format::read_chunk_header(ref.data()).mode;
   };
   for (std::uint64_t m : {1000ull, 4096ull, 65536ull + 17}) {

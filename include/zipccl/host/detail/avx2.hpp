@@ -18,7 +18,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -183,17 +182,24 @@ inline __m256i group_exponents(__m256i high) {
   else return high;
 }
 
-// The rest sections of a full group of 32 elements at `in`: bytes (32) and, for fp32, words
-// (32 x u16), as group_coder::encode writes them.
+// A full group of 32 elements in registers: two of sixteen 16-bit elements (bf16, fp16), four of
+// eight 32-bit ones (fp32).
 template <class E>
-inline void group_rest(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words) {
+inline constexpr int group_regs = std::is_same_v<E, fp32> ? 4 : 2;
+template <class E>
+inline void load_group(const std::uint8_t* in, __m256i (&v)[group_regs<E>]) {
+  for (int k = 0; k < group_regs<E>; ++k) v[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+}
+
+// The rest sections of a full group (load_group): bytes (32) and, for fp32, words (32 x u16), as
+// group_coder::encode writes them; rANS's split of the rest is the same (rans::split).
+template <class E>
+inline void store_rest(const __m256i (&v)[group_regs<E>], std::uint8_t* bytes, std::uint8_t* words) {
   if constexpr (std::is_same_v<E, fp32>) {
-    __m256i v[4], r[4];
-    for (int k = 0; k < 4; ++k) {
-      v[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
+    __m256i r[4];
+    for (int k = 0; k < 4; ++k)
       r[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(v[k], 24), _mm256_set1_epi32(0x80)),
                              _mm256_and_si256(_mm256_srli_epi32(v[k], 16), _mm256_set1_epi32(0x7F)));
-    }
     const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
     for (int k = 0; k < 4; k += 2)
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 16 * k),
@@ -205,15 +211,21 @@ inline void group_rest(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t
     (void)words;
     __m256i r[2];
     for (int k = 0; k < 2; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
       if constexpr (std::is_same_v<E, bf16>)
-        r[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 8), _mm256_set1_epi16(0x80)),
-                               _mm256_and_si256(v, _mm256_set1_epi16(0x7F)));
+        r[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v[k], 8), _mm256_set1_epi16(0x80)),
+                               _mm256_and_si256(v[k], _mm256_set1_epi16(0x7F)));
       else
-        r[k] = _mm256_and_si256(v, _mm256_set1_epi16(0xFF));
+        r[k] = _mm256_and_si256(v[k], _mm256_set1_epi16(0xFF));
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm256_permute4x64_epi64(_mm256_packus_epi16(r[0], r[1]), 0xD8));
   }
+}
+
+template <class E>
+inline void group_rest(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words) {
+  __m256i v[group_regs<E>];
+  load_group<E>(in, v);
+  store_rest<E>(v, bytes, words);
 }
 
 // Calls f(first, lanes) for each group of the body (the groups outside zero groups) in order.

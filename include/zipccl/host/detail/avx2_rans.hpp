@@ -76,45 +76,23 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
 }
 
 // A full group of 32 elements at `in`: the symbols as four registers of eight lanes, and the
-// group's rest sections written at bytes (32) and words (fp32: 32 x u16).
+// group's rest sections written at bytes (32) and words (fp32: 32 x u16) by avx2::store_rest from
+// the same loads.
 template <class E>
 inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t* bytes, std::uint8_t* words) {
+  __m256i v[avx2::group_regs<E>];
+  avx2::load_group<E>(in, v);
   if constexpr (std::is_same_v<E, fp32>) {
-    __m256i rest[4];
-    for (int k = 0; k < 4; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
-      sym[k] = _mm256_and_si256(_mm256_srli_epi32(v, 23), _mm256_set1_epi32(0xFF));
-      rest[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(v, 24), _mm256_set1_epi32(0x80)),
-                                _mm256_and_si256(_mm256_srli_epi32(v, 16), _mm256_set1_epi32(0x7F)));
-      if (k % 2 == 1) {
-        const __m256i lo = _mm256_and_si256(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * (k - 1))), _mm256_set1_epi32(0xFFFF));
-        const __m256i hi = _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 16 * (k - 1)), pack_u16(lo, hi));
-      }
-    }
-    const __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(rest[0], rest[1]), _mm256_packus_epi32(rest[2], rest[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
-                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    for (int k = 0; k < 4; ++k) sym[k] = _mm256_and_si256(_mm256_srli_epi32(v[k], 23), _mm256_set1_epi32(0xFF));
   } else {
-    (void)words;
-    __m256i s16[2], r16[2];
     for (int k = 0; k < 2; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * k));
-      if constexpr (std::is_same_v<E, bf16>) {
-        s16[k] = _mm256_and_si256(_mm256_srli_epi16(v, 7), _mm256_set1_epi16(0xFF));
-        r16[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 8), _mm256_set1_epi16(0x80)),
-                                 _mm256_and_si256(v, _mm256_set1_epi16(0x7F)));
-      } else {
-        s16[k] = _mm256_srli_epi16(v, 8);
-        r16[k] = _mm256_and_si256(v, _mm256_set1_epi16(0xFF));
-      }
-      sym[2 * k] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(s16[k]));
-      sym[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(s16[k], 1));
+      const __m256i s16 = std::is_same_v<E, bf16> ? _mm256_and_si256(_mm256_srli_epi16(v[k], 7), _mm256_set1_epi16(0xFF))
+                                                  : _mm256_srli_epi16(v[k], 8);
+      sym[2 * k] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(s16));
+      sym[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(s16, 1));
     }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
-                        _mm256_permute4x64_epi64(_mm256_packus_epi16(r16[0], r16[1]), 0xD8));
   }
+  avx2::store_rest<E>(v, bytes, words);
 }
 
 // codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (avx2::byte_histogram).
