@@ -93,7 +93,7 @@ bool run_type() {
 int main() {
   std::printf("zipccl %d.%d.%d demo: lossless exponent coding, single-threaded host executor%s\n",
               version.major, version.minor, version.patch,
-              ZIPCCL_HAS_AVX512 ? " (AVX-512 bf16 path)" : " (portable path)");
+              ZIPCCL_HAS_AVX512 ? " (AVX-512 paths)" : ZIPCCL_HAS_AVX2 ? " (AVX2 paths)" : " (portable path)");
   if (testing::shared_manifest("bf16").empty())
     std::printf("(no shared tensors at %s; generated data only)\n", testing::shared_data_dir().c_str());
   const bool ok = run_type<bf16>() & run_type<fp16>() & run_type<fp32>();
