@@ -233,6 +233,54 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
   }
 }
 
+TEMPLATE_TEST_CASE("rANS zero symbols: the device writes and reads the host's bytes", "[gpu][rans][zero]", bf16, fp16,
+                   fp32) {
+  using E = TestType;
+  using C = codec<E, codebook::entropy>;
+  using bits_type = typename E::bits_type;
+  const std::uint64_t n = 3 * chunk + 100;
+  std::vector<std::vector<bits_type>> inputs;
+  inputs.push_back(testing::make_element_sparse<E>(n, 0.5, 0.5, 1e-3, 71));   // modes 12
+  inputs.push_back(testing::make_element_sparse<E>(n, 0.97, 0.2, 1e-3, 72));  // mostly zero
+  auto rows = testing::make_row_sparse<E>(n / 128 + 1, 128, 0.6, 1e-3, 73);  // modes 14
+  rows.resize(n);
+  for (std::uint64_t i = 0; i < n; i += 3) rows[i] = (i / 3) % 2 ? bits_type(0) : codec_detail::rans::split<E>::negative_zero;
+  inputs.push_back(rows);
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    for (bool checksum : {false, true}) {
+      const auto& v = inputs[k];
+      INFO("input " << k << " checksum " << checksum);
+      host::compress_options opt;
+      opt.chunk_elems = chunk;
+      opt.checksum = checksum;
+      const auto s = host::compress<C>(v.data(), n, opt);
+      REQUIRE(testing::zero_symbol_chunks(s) >= 1);
+      REQUIRE(device_compress<C>(v.data(), n, checksum, {}) == s);
+      std::vector<std::uint8_t> back, ref(n * sizeof(bits_type));
+      REQUIRE(device_decompress<E>(s, s.size(), n, &back) == status::success);
+      REQUIRE(std::memcmp(back.data(), v.data(), n * sizeof(bits_type)) == 0);
+      const auto big_chunks = host::compress<C>(v.data(), n, {}, {});
+      REQUIRE(device_decompress<E>(big_chunks, big_chunks.size(), n, &back) == status::success);
+      REQUIRE(std::memcmp(back.data(), v.data(), n * sizeof(bits_type)) == 0);
+      // damaged bytes (the zero symbols' header bytes among them), hashes repaired or not: the
+      // host's status, and its values where both succeed
+      std::mt19937_64 rng(74 + k);
+      for (int trial = 0; trial < 200; ++trial) {
+        auto bad = s;
+        const std::uint64_t c = rng() % format::chunk_count(n, chunk);
+        const std::uint64_t off = format::directory_entry(bad.data(), c);
+        const std::uint64_t pos = trial % 2 == 0 ? off + 1 + rng() % 7 : rng() % bad.size();
+        bad[pos] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+        if (trial % 4 < 2) testing::repair_hashes(bad);
+        const status h = host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size());
+        INFO("trial " << trial << " host " << to_string(h));
+        const status d = device_decompress<E>(bad, bad.size(), n, &back);
+        CHECK(d == h);
+        if (d == status::success && h == status::success) CHECK(back == ref);
+      }
+    }
+}
+
 TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[gpu]", testing::all_codecs) {
   using E = typename TestType::element_type;
   const std::uint64_t n = 3 * chunk + 500;

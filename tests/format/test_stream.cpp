@@ -9,6 +9,7 @@
 #include <zipccl/format/hash.hpp>
 #include <zipccl/format/stream.hpp>
 #include <zipccl/host/compress.hpp>
+#include <zipccl/host/decompress.hpp>
 
 using namespace zipccl;
 
@@ -114,7 +115,7 @@ TEST_CASE("header round trip and validation", "[format][host]") {
     auto bad = buf;
     bad[0] = 'X';
     CHECK(format::read_header(bad.data(), bad.size(), &h) == status::bad_magic);
-    for (std::uint8_t v : {0, 3, 0xFF}) {
+    for (std::uint8_t v : {0, format::version + 1, 0xFF}) {
       bad = buf;
       bad[4] = v;
       CHECK(format::read_header(bad.data(), bad.size(), &h) == status::unsupported_version);
@@ -158,19 +159,21 @@ TEST_CASE("a header that claims more elements than its stream can hold is reject
 
 TEMPLATE_TEST_CASE("min_compressed_size is the exact lower bound", "[format][host]", bf16, fp16, fp32) {
   using L = format::chunk_layout<TestType>;
-  for (bool zero_masks : {true, false})
-    for (std::uint64_t chunk : {256ull, 65536ull})
-      for (std::uint64_t n : {0ull, 1ull, 255ull, 256ull, 257ull, 70000ull, 200000ull}) {
-        const std::uint64_t lo = format::min_compressed_size<TestType>(n, chunk, zero_masks);
-        INFO("n " << n << " chunk " << chunk << " zero masks (version 2) " << zero_masks);
+  for (std::uint16_t version : {1, 2, 3})
+    for (std::uint64_t chunk : {256ull, 65536ull, 1ull << 20})
+      for (std::uint64_t n : {0ull, 1ull, 255ull, 256ull, 257ull, 70000ull, 200000ull, 3ull << 20}) {
+        const bool zero_masks = version >= 2, zero_symbols = version >= 3;
+        const std::uint64_t lo = format::min_compressed_size<TestType>(n, chunk, zero_masks, zero_symbols);
+        INFO("n " << n << " chunk " << chunk << " version " << version);
         CHECK(lo <= format::max_compressed_size(n, L::elem_size, chunk));
-        CHECK(lo == format::min_compressed_size(TestType::id, n, chunk, zero_masks));
-        if (zero_masks) CHECK(lo <= format::min_compressed_size<TestType>(n, chunk, false));
+        CHECK(lo == format::min_compressed_size(TestType::id, n, chunk, zero_masks, zero_symbols));
+        if (zero_masks) CHECK(lo <= format::min_compressed_size<TestType>(n, chunk, false, false));
+        if (zero_symbols) CHECK(lo <= format::min_compressed_size<TestType>(n, chunk, true, false));
         // one byte less than the bound for the same count is corrupt; the bound itself is not
         // rejected by the size rule (a header with a valid hash and that size parses)
         if (n == 0) continue;
         format::stream_header h;
-        h.version = zero_masks ? 2 : 1;
+        h.version = version;
         h.type = TestType::id;
         h.chunk_elems = static_cast<std::uint32_t>(chunk);
         h.count = n;
@@ -197,4 +200,20 @@ TEMPLATE_TEST_CASE("min_compressed_size is the exact lower bound", "[format][hos
   dense.zero_groups = false;
   REQUIRE(host::compress<C>(same.data(), n, out.data(), out.size(), &bytes, dense) == status::success);
   CHECK(bytes == format::min_compressed_size<TestType>(n, format::default_chunk_elems, false));
+  // version 3: in chunks of 2^20 elements, a 128 KiB mask costs more than a rANS chunk of zeros
+  // with zero symbols (192 bytes), which the entropy policy writes when it may not use a mask
+  const std::uint64_t big = 3ull << 20;
+  host::compress_options one_mib;
+  one_mib.chunk_elems = 1u << 20;
+  one_mib.zero_groups = false;
+  const std::vector<typename TestType::bits_type> many(big, 0);
+  using R = codec<TestType, codebook::entropy>;
+  out.resize(host::max_compressed_size<R>(big, one_mib.chunk_elems));
+  REQUIRE(host::compress<R>(many.data(), big, out.data(), out.size(), &bytes, one_mib) == status::success);
+  CHECK(format::load_le<std::uint16_t>(out.data() + 4) == 3);
+  CHECK(bytes == format::min_compressed_size<TestType>(big, one_mib.chunk_elems));
+  CHECK(bytes < format::min_compressed_size<TestType>(big, one_mib.chunk_elems, true, false));
+  std::vector<typename TestType::bits_type> back(big, 1);
+  REQUIRE(host::decompress(out.data(), bytes, back.data(), big * sizeof(back[0])) == status::success);
+  CHECK(back == many);
 }

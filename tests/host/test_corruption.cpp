@@ -44,6 +44,10 @@ std::vector<std::uint8_t> sample_stream(bool checksum, std::vector<typename Code
     for (std::uint64_t g : {std::uint64_t{1}, std::uint64_t{3}, chunk / 64 + 2, chunk / 64 + 7})
       std::fill(v.begin() + 64 * g, v.begin() + 64 * (g + 1), typename Codec::bits_type(0));
     std::fill(v.begin() + 3 * chunk, v.end(), typename Codec::bits_type(0));
+    // chunk 2: every eleventh element +0.0 or -0.0 (rANS: zero symbols; the 3-bit code escapes
+    // them, within fp16's escape budget)
+    for (std::uint64_t i = 2 * chunk; i < 3 * chunk; i += 11)
+      v[i] = (i / 11) % 2 ? typename Codec::bits_type(0) : codec_detail::rans::split<E>::negative_zero;
   }
   host::compress_options opt;
   opt.chunk_elems = chunk;
@@ -221,6 +225,49 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     std::swap(bad[stream + 1], bad[stream + 3]);
     if (bad != s) expect(bad, "two stream words swapped");
     CHECK(decode<TestType>(s, s.size(), out) == status::success);  // and the untouched stream decodes
+  }
+  SECTION("zero symbols that break their rules") {
+    if constexpr (!codebook::is_entropy_v<typename TestType::codebook_type>) return;
+    if (!sparse) return;
+    constexpr std::uint64_t chunk = sample_chunk<TestType>;
+    const std::uint64_t off = format::directory_entry(s.data(), 2);
+    REQUIRE(s[off] == static_cast<std::uint8_t>(format::chunk_mode::rans_zeros));
+    const auto h = format::read_chunk_header(s.data() + off);
+    const auto zeros = static_cast<std::uint32_t>((chunk + 10) / 11);
+    REQUIRE(format::load_le<std::uint32_t>(h.table + 3) == zeros);
+    auto expect = [&](std::vector<std::uint8_t> bad, const char* what, status want = status::corrupt) {
+      testing::repair_hashes(bad);
+      INFO(what);
+      CHECK(decode<TestType>(bad, bad.size(), out) == want);
+    };
+    auto bad = s;
+    bad[off + 3] = bad[off + 2];  // the two zero symbols the same
+    expect(bad, "zp == zn");
+    for (std::uint32_t count : {0u, 1u, zeros - 1, zeros + 1, static_cast<std::uint32_t>(chunk),
+                                static_cast<std::uint32_t>(chunk + 1), 0xFFFFFFFFu}) {
+      bad = s;
+      format::store_le<std::uint32_t>(bad.data() + off + 4, count);  // the span no longer matches
+      expect(bad, "zero count");
+    }
+    bad = s;
+    bad[off] = static_cast<std::uint8_t>(format::chunk_mode::rans);  // the zero bit cleared
+    expect(bad, "mode 4 with zero symbols");
+    for (std::uint8_t mode : {8, 9, 10, 11, 13, 15, 16, 28}) {
+      bad = s;
+      bad[off] = mode;
+      expect(bad, "modes that do not exist");
+    }
+    // the zero symbols swapped: a well-formed chunk whose zeros change sign (payload, as a rest byte)
+    bad = s;
+    std::swap(bad[off + 2], bad[off + 3]);
+    expect(bad, "zp and zn swapped", status::success);
+    // a version 2 stream cannot hold mode 12
+    bad = s;
+    REQUIRE(format::load_le<std::uint16_t>(bad.data() + 4) == 3);
+    testing::set_version(bad, 2);
+    CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+    testing::set_version(bad, 3);
+    CHECK(decode<TestType>(bad, bad.size(), out) == status::success);
   }
   SECTION("zero masks that break their rules") {
     if (!sparse) return;

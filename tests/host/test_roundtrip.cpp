@@ -1,9 +1,12 @@
 // Host executor: bit-exact round trips for every element type x codebook policy.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <random>
 #include <vector>
 
 #include <zipccl/zipccl.hpp>
@@ -180,6 +183,110 @@ TEMPLATE_LIST_TEST_CASE("zero groups: the mask pays on row-sparse data and costs
       const std::vector<T> z(n, 0);
       const std::uint64_t bytes = round_trip<TestType>(z.data(), n, opt);
       CHECK(bytes <= format::min_compressed_size<E>(n, chunk, false));
+    }
+}
+
+TEMPLATE_TEST_CASE("zero symbols: +0.0 and -0.0 cost no rest bytes in rANS chunks", "[host][roundtrip][zero]", bf16,
+                   fp16, fp32) {
+  using E = TestType;
+  using C = codec<E, codebook::entropy>;
+  using T = typename E::bits_type;
+  using RS = codec_detail::rans::split<E>;
+  const T neg0 = RS::negative_zero;
+  // element-sparse tensors (ReLU or top-k gradients): zeros scattered, not in whole groups; every
+  // chunk takes zero symbols, the stream is version 3, and the ratio grows with the zeros as the
+  // rests they no longer carry say it should
+  for (double zero_frac : {0.3, 0.5, 0.9, 0.99})
+    for (double negative : {0.0, 0.5, 1.0}) {
+      INFO("zeros " << zero_frac << " negative " << negative);
+      const auto v = testing::make_element_sparse<E>(200000, zero_frac, negative, 1e-3, 61);
+      const auto s = host::compress<C>(v.data(), v.size());
+      CHECK(format::load_le<std::uint16_t>(s.data() + 4) == 3);
+      CHECK(testing::zero_symbol_chunks(s) == format::chunk_count(v.size(), format::default_chunk_elems));
+      std::vector<T> back(v.size());
+      REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
+      REQUIRE(back == v);
+      // the size is the symbols' entropy (zeros as two symbols of their own) and the non-zero
+      // elements' rests, within 1% and the chunks' tables, states and headers
+      std::map<std::uint32_t, double> count;
+      double live = 0;
+      for (const T x : v) {
+        ++count[x == 0 ? 256u : x == neg0 ? 257u : RS::symbol(x)];
+        live += RS::is_zero(x) ? 0 : 1;
+      }
+      double bits = 0;
+      for (const auto& [sym, c] : count) bits -= c * std::log2(c / double(v.size()));
+      const double bound = bits / 8 + live * (RS::word_bytes + 1);
+      INFO("size " << s.size() << " entropy and rests " << bound);
+      CHECK(double(s.size()) < 1.01 * bound + 4 * 800);
+      if (zero_frac == 0.9 && negative == 0.5) CHECK(double(v.size() * sizeof(T)) / double(s.size()) >= 5.0);
+    }
+
+  // the rule: from rans::min_zero_elems zeros in a body on, and only then
+  host::compress_options opt;
+  opt.chunk_elems = 2048;
+  auto d = testing::make_tensor<E>(2048, 0.02, testing::distribution::gaussian, 62);
+  REQUIRE(std::count(d.begin(), d.end(), T(0)) == 0);
+  for (std::uint64_t zeros : {codec_detail::rans::min_zero_elems - 1, codec_detail::rans::min_zero_elems}) {
+    auto x = d;
+    for (std::uint64_t i = 0; i < zeros; ++i) x[7 + 61 * i] = i % 2 ? neg0 : T(0);  // never a whole group
+    const auto s = host::compress<C>(x.data(), x.size(), opt);
+    INFO("zeros " << zeros);
+    CHECK(testing::zero_symbol_chunks(s) == (zeros >= codec_detail::rans::min_zero_elems ? 1u : 0u));
+    CHECK(format::load_le<std::uint16_t>(s.data() + 4) == (zeros >= codec_detail::rans::min_zero_elems ? 3 : 2));
+    std::vector<T> back(x.size());
+    REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
+    REQUIRE(back == x);
+  }
+
+  // the zero symbols are the two smallest values no other element has: with subnormals (exponent
+  // 0 and a mantissa) and every exponent but two in use, those two; with all but one, no zero
+  // symbols
+  for (unsigned free_values : {1u, 2u}) {
+    constexpr unsigned shift = std::is_same_v<E, fp32> ? 23 : std::is_same_v<E, bf16> ? 7 : 8;
+    std::vector<T> x;
+    for (unsigned sym = 0; sym < 256; ++sym) {
+      if (sym == 77 || (free_values == 2 && sym == 200)) continue;
+      x.push_back(static_cast<T>((T(sym) << shift) | T(1)));  // never a zero
+    }
+    while (x.size() < 2008) x.push_back(static_cast<T>((T(120) << shift) | T(x.size() % 64 + 1)));  // so rANS pays
+    for (int k = 0; k < 40; ++k) x.push_back(k % 3 ? T(0) : neg0);
+    const auto s = host::compress<C>(x.data(), x.size(), opt);
+    INFO("free symbol values " << free_values);
+    CHECK(testing::chunk_modes(s)[4] == 1);
+    CHECK(testing::zero_symbol_chunks(s) == (free_values == 2 ? 1u : 0u));
+    if (free_values == 2 && testing::zero_symbol_chunks(s) == 1) {
+      const auto h = format::read_chunk_header(s.data() + format::directory_entry(s.data(), 0));
+      CHECK(h.table[1] == 77);
+      CHECK(h.table[2] == 200);
+      CHECK(format::load_le<std::uint32_t>(h.table + 3) == 40);
+    }
+    std::vector<T> back(x.size());
+    REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
+    REQUIRE(back == x);
+  }
+
+  // with a zero mask too (mode 14): zero rows left out, scattered zeros in the other rows
+  auto rows = testing::make_row_sparse<E>(2048, 128, 0.7, 1e-3, 63);
+  std::mt19937_64 rng(64);
+  for (auto& x : rows)
+    if (x != 0 && rng() % 4 == 0) x = rng() % 2 ? neg0 : T(0);
+  const auto s = host::compress<C>(rows.data(), rows.size());
+  const auto modes = testing::chunk_modes(s);
+  CHECK(modes[6] == format::chunk_count(rows.size(), format::default_chunk_elems));
+  CHECK(testing::zero_symbol_chunks(s) == modes[6]);
+  std::vector<T> back(rows.size());
+  REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
+  REQUIRE(back == rows);
+  // and every chunk size, odd lengths included
+  for (std::uint32_t chunk : {256u, 1024u, 65536u})
+    for (std::uint64_t n : {1ull, 33ull, 255ull, 1000ull, 70001ull}) {
+      INFO("chunk " << chunk << " n " << n);
+      host::compress_options o;
+      o.chunk_elems = chunk;
+      round_trip<C>(rows.data(), n, o);
+      const auto e = testing::make_element_sparse<E>(n, 0.6, 0.5, 1e-3, n);
+      round_trip<C>(e.data(), n, o);
     }
 }
 

@@ -163,6 +163,9 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
       for (std::uint64_t i = 0; i < m; ++i)
         if ((i / 128) % 2 == 1) rows[i] = 0;
       compare_paths<TestType>(rows, checksum, true);
+      // scattered +0.0 and -0.0 (rANS: zero symbols from 32 zeros in a body on)
+      compare_paths<TestType>(testing::make_element_sparse<E>(m, 0.5, 0.5, 0.03, m + 6), checksum);
+      compare_paths<TestType>(testing::make_element_sparse<E>(m, 0.97, 0.3, 0.03, m + 7), checksum);
       auto odd = testing::make_tensor<E>(m, 0.03, testing::distribution::gaussian, m + 5);
       using bits = typename TestType::bits_type;
       for (std::uint64_t i = 0; i < m; i += 97)

@@ -54,13 +54,23 @@ std::vector<bool> payload_map(const std::vector<std::uint8_t>& s) {
   return payload;
 }
 
-// How many chunks of a valid stream are in each mode (index: the mode byte, 0..7).
+// How many chunks of a valid stream are in each mode (index: the mode byte less its zero-symbol
+// bit, 0..7; zero_symbol_chunks counts the chunks with that bit).
 inline std::vector<std::uint64_t> chunk_modes(const std::vector<std::uint8_t>& s) {
   std::vector<std::uint64_t> modes(8, 0);
   format::stream_header h;
   if (format::read_header(s.data(), s.size(), &h) != status::success) return modes;
   for (std::uint64_t c = 0; c < h.chunks; ++c) ++modes[s[format::directory_entry(s.data(), c)] & 7u];
   return modes;
+}
+
+// How many chunks of a valid stream have zero symbols (modes 12 and 14).
+inline std::uint64_t zero_symbol_chunks(const std::vector<std::uint8_t>& s) {
+  std::uint64_t n = 0;
+  format::stream_header h;
+  if (format::read_header(s.data(), s.size(), &h) != status::success) return n;
+  for (std::uint64_t c = 0; c < h.chunks; ++c) n += (s[format::directory_entry(s.data(), c)] & 8u) != 0;
+  return n;
 }
 
 // Rewrites a stream's version field (and its header hash), as an older or newer writer would.

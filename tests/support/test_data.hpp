@@ -74,6 +74,24 @@ std::vector<typename E::bits_type> make_row_sparse(std::uint64_t rows, std::uint
   return v;
 }
 
+// An element-sparse tensor, as a ReLU layer's gradient or a top-k sparsified one is: n elements
+// of scale * N(0, 1), each exactly zero with probability zero_frac, and of the zeros a fraction
+// negative (-0.0: a negative value times a zero mask).
+template <class E>
+std::vector<typename E::bits_type> make_element_sparse(std::uint64_t n, double zero_frac, double negative = 0.5,
+                                                       double scale = 1e-3, std::uint64_t seed = 42) {
+  using T = typename E::bits_type;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::bernoulli_distribution zero(zero_frac), neg(negative);
+  std::vector<T> v(n);
+  for (auto& x : v) {
+    if (zero(rng)) x = neg(rng) ? static_cast<T>(T(1) << (8 * sizeof(T) - 1)) : T(0);
+    else x = from_float<E>(static_cast<float>(normal(rng) * scale));
+  }
+  return v;
+}
+
 // 1.0, and a value whose exponent (and fp16 high byte) differs from 1.0's: a chunk of ones with one
 // rare value makes a rANS table of frequencies 4095 and 1.
 template <class E>

@@ -192,6 +192,12 @@ ZIPCCL_HOST_DEVICE constexpr format::chunk_mode mode_for(format::chunk_mode kind
   return static_cast<format::chunk_mode>(static_cast<unsigned>(kind) | (masked ? 2u : 0u));
 }
 
+// The mode of a rANS body, with or without a mask and zero symbols.
+ZIPCCL_HOST_DEVICE constexpr format::chunk_mode rans_mode(bool masked, bool zero_symbols) {
+  return static_cast<format::chunk_mode>(static_cast<unsigned>(mode_for(format::chunk_mode::rans, masked)) |
+                                         (zero_symbols ? 8u : 0u));
+}
+
 // Writes a stored chunk of m elements (its body per `shape`, whose mask is already in place);
 // returns its size.
 template <class E>
@@ -283,20 +289,26 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint6
   return encode_chunk<E>(in, m, t, checksum, out, dense_body(m));
 }
 
-// What every rANS encoder of a chunk works from: the body's frequencies and their cumulative
-// starts, the number of symbols present, where the stream begins and the highest address its words
-// may reach (16 bytes below a stored body's end: a rANS body must be strictly smaller).
+// What every rANS encoder of a chunk works from: the body's zero symbols (rans::zero_symbols) and
+// rests, the frequencies and their cumulative starts, the number of symbols present, where the
+// stream begins and the highest address its words may reach (16 bytes below a stored body's end:
+// a rANS body must be strictly smaller).
 struct rans_plan {
   std::uint32_t freq[rans::symbols], cum[rans::symbols];
-  std::uint64_t nsym = 0, stream_at = 0, cap = 0;
+  rans::zero_symbols zero;
+  std::uint64_t rests = 0, nsym = 0, stream_at = 0, cap = 0;
 };
 
-// The plan from the body's symbol counts. False when even an empty stream would not beat a stored
-// body.
+// The plan from the symbol counts of all the body's elements and its numbers of +0.0 and -0.0
+// elements (rans::choose_zero_symbols may change counts). False when even an empty stream would
+// not beat a stored body.
 template <class E>
-ZIPCCL_HOST_DEVICE bool finish_rans_plan(const std::uint32_t* counts, const body_shape& shape, rans_plan* plan) {
+ZIPCCL_HOST_DEVICE bool finish_rans_plan(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg,
+                                         const body_shape& shape, rans_plan* plan) {
   using L = format::chunk_layout<E>;
   const std::uint64_t b = shape.elems, base = shape.base;
+  plan->zero = rans::choose_zero_symbols<E>(counts, n_pos, n_neg);
+  plan->rests = rans::rests_of(b, plan->zero);
   rans::normalize(counts, b, plan->freq);
   plan->nsym = 0;
   for (unsigned k = 0, c = 0; k < rans::symbols; c += plan->freq[k], ++k) {
@@ -304,7 +316,7 @@ ZIPCCL_HOST_DEVICE bool finish_rans_plan(const std::uint32_t* counts, const body
     plan->nsym += plan->freq[k] != 0;
   }
   const std::uint64_t stored = L::stored_bytes(b, base);
-  plan->stream_at = rans::layout<E>::stream_offset(b, base, plan->nsym);
+  plan->stream_at = rans::layout<E>::stream_offset(plan->rests, base, plan->nsym);
   if (plan->stream_at + format::alignment > stored) return false;
   plan->cap = stored - format::alignment;
   return true;
@@ -322,15 +334,40 @@ ZIPCCL_HOST_DEVICE bool plan_rans_chunk(const std::uint8_t* in, std::uint64_t m,
   std::uint32_t counts[rans::symbols];
   // four partial histograms: a few hot symbols would otherwise serialise on one counter
   std::uint32_t part[4][rans::symbols] = {};
+  std::uint64_t n_pos = 0, n_neg = 0;
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
-    for (std::uint64_t i = 0; i < lanes; ++i)
-      ++part[i & 3][S::symbol(load_le<bits_type>(in + (first + i) * L::elem_size))];
+    for (std::uint64_t i = 0; i < lanes; ++i) {
+      const bits_type v = load_le<bits_type>(in + (first + i) * L::elem_size);
+      ++part[i & 3][S::symbol(v)];
+      n_pos += v == 0;
+      n_neg += v == S::negative_zero;
+    }
   }
   for (unsigned k = 0; k < rans::symbols; ++k) counts[k] = part[0][k] + part[1][k] + part[2][k] + part[3][k];
-  return finish_rans_plan<E>(counts, shape, plan);
+  return finish_rans_plan<E>(counts, n_pos, n_neg, shape, plan);
+}
+
+// The body's numbers of +0.0 and -0.0 elements (for encoders that count symbols otherwise).
+template <class E>
+ZIPCCL_HOST_DEVICE void count_zeros(const std::uint8_t* in, std::uint64_t m, const body_shape& shape, std::uint64_t* n_pos,
+                                    std::uint64_t* n_neg) {
+  using bits_type = typename E::bits_type;
+  std::uint64_t p = 0, q = 0;
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    if (in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    for (std::uint64_t i = 0; i < lanes; ++i) {
+      const bits_type v = load_le<bits_type>(in + (first + i) * sizeof(bits_type));
+      p += v == 0;
+      q += v == rans::split<E>::negative_zero;
+    }
+  }
+  *n_pos = p;
+  *n_neg = q;
 }
 
 // Finishes a rANS chunk whose encoder left the final states in x and its stream words in
@@ -341,43 +378,35 @@ template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t seal_rans_chunk(const rans_plan& plan, const std::uint32_t* x, std::uint64_t top,
                                                  bool checksum, std::uint8_t* out, const body_shape& shape) {
   using RL = rans::layout<E>;
-  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
+  const std::uint64_t r = plan.rests, base = shape.base, nsym = plan.nsym;
   const std::uint64_t n_words = (plan.cap - top) / 2;
   for (std::uint64_t i = 0; i < 2 * n_words; ++i) out[plan.stream_at + i] = out[top + i];  // down: never overlaps wrongly
   rans::write_table(plan.freq, nsym, out + RL::table_offset(base));
   for (unsigned l = 0; l < rans::lanes; ++l) store_le<std::uint32_t>(out + RL::states_offset(base, nsym) + 4 * l, x[l]);
-  const std::uint64_t end = RL::content_end(b, base, nsym, n_words);
-  const std::uint64_t size = RL::chunk_bytes(b, base, nsym, n_words);
+  const std::uint64_t end = RL::content_end(r, base, nsym, n_words);
+  const std::uint64_t size = RL::chunk_bytes(r, base, nsym, n_words);
   for (std::uint64_t p = end; p < size; ++p) out[p] = 0;
   format::chunk_header h;
-  h.mode = mode_for(format::chunk_mode::rans, shape.zero_mask != nullptr);
+  h.mode = rans_mode(shape.zero_mask != nullptr, plan.zero.on);
   h.table[0] = static_cast<std::uint8_t>(nsym - 1);
+  rans::store_header_zero_symbols(plan.zero, h.table);
   h.escapes = static_cast<std::uint32_t>(n_words);
   format::write_chunk_header(out, h);
   format::store_chunk_check(out, format::chunk_check(out, size, checksum, RL::words_offset(base, nsym)));
   return size;
 }
 
-// Codes one group of `lanes` elements at `in` into the lanes' states x (the encoder runs backwards
-// over the body), writing the group's rest sections at bytes and words (fp32) and pushing stream
-// words downwards from *top. The lanes are independent but for the order of their words: first
-// find the lanes whose state must give up a word (x >= ((state_low >> prob_bits) << 16) * f), push
-// those words, highest lane first, then code every lane. False when the stream would reach below
-// plan.stream_at.
-template <class E>
-ZIPCCL_HOST_DEVICE bool encode_rans_group(const rans_plan& plan, const rans::divisor* div, const std::uint8_t* in,
-                                          unsigned lanes, std::uint32_t* x, std::uint64_t* top, std::uint8_t* words,
-                                          std::uint8_t* bytes, std::uint8_t* out) {
-  using S = rans::split<E>;
-  using bits_type = typename E::bits_type;
-  // the states in a local copy, which the byte stores to out cannot alias
-  std::uint32_t xs[rans::lanes], sym[rans::lanes], push = 0;
-  for (unsigned l = 0; l < lanes; ++l) xs[l] = x[l];
+// Codes the symbols `sym` of one group of `lanes` elements into the lanes' states x (the encoder
+// runs backwards over the body), pushing stream words downwards from *top. The lanes are
+// independent but for the order of their words: first find the lanes whose state must give up a
+// word (x >= ((state_low >> prob_bits) << 16) * f), push those words, highest lane first, then
+// code every lane. False when the stream would reach below plan.stream_at.
+ZIPCCL_HOST_DEVICE bool code_rans_lanes(const rans_plan& plan, const rans::divisor* div, const std::uint32_t* sym,
+                                        unsigned lanes, std::uint32_t* x, std::uint64_t* top, std::uint8_t* out) {
+  // the states in a local copy, which the stores to out cannot alias
+  std::uint32_t xs[rans::lanes], push = 0;
   for (unsigned l = 0; l < lanes; ++l) {
-    const bits_type v = load_le<bits_type>(in + l * sizeof(bits_type));
-    sym[l] = S::symbol(v);
-    bytes[l] = static_cast<std::uint8_t>(S::byte(v));
-    if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * l, static_cast<std::uint16_t>(S::word(v)));
+    xs[l] = x[l];
     push |= (std::uint64_t(xs[l]) >= (std::uint64_t(plan.freq[sym[l]]) << 20) ? 1u : 0u) << l;
   }
   std::uint64_t at = *top;
@@ -398,6 +427,54 @@ ZIPCCL_HOST_DEVICE bool encode_rans_group(const rans_plan& plan, const rans::div
   return true;
 }
 
+// Codes one group of `lanes` elements at `in` (code_rans_lanes), writing the group's rest
+// sections at bytes and words (fp32), one rest per lane. False when the stream would reach below
+// plan.stream_at.
+template <class E>
+ZIPCCL_HOST_DEVICE bool encode_rans_group(const rans_plan& plan, const rans::divisor* div, const std::uint8_t* in,
+                                          unsigned lanes, std::uint32_t* x, std::uint64_t* top, std::uint8_t* words,
+                                          std::uint8_t* bytes, std::uint8_t* out) {
+  using S = rans::split<E>;
+  using bits_type = typename E::bits_type;
+  std::uint32_t sym[rans::lanes];
+  for (unsigned l = 0; l < lanes; ++l) {
+    const bits_type v = load_le<bits_type>(in + l * sizeof(bits_type));
+    sym[l] = S::symbol(v);
+    bytes[l] = static_cast<std::uint8_t>(S::byte(v));
+    if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * l, static_cast<std::uint16_t>(S::word(v)));
+  }
+  return code_rans_lanes(plan, div, sym, lanes, x, top, out);
+}
+
+// The same for a body with zero symbols (plan.zero): the group's zeros take their symbols and no
+// rest; the others' rests go, in lane order, just below rest index *rest (one past the group's
+// last rest), which moves down past them. words and bytes are the sections' starts.
+template <class E>
+ZIPCCL_HOST_DEVICE bool encode_rans_group_zeros(const rans_plan& plan, const rans::divisor* div, const std::uint8_t* in,
+                                                unsigned lanes, std::uint32_t* x, std::uint64_t* top,
+                                                std::uint8_t* words, std::uint8_t* bytes, std::uint64_t* rest,
+                                                std::uint8_t* out) {
+  using S = rans::split<E>;
+  using bits_type = typename E::bits_type;
+  std::uint32_t sym[rans::lanes];
+  bits_type v[rans::lanes];
+  unsigned live = 0;
+  for (unsigned l = 0; l < lanes; ++l) {
+    v[l] = load_le<bits_type>(in + l * sizeof(bits_type));
+    sym[l] = S::symbol(v[l], plan.zero);
+    live += S::is_zero(v[l]) ? 0u : 1u;
+  }
+  std::uint64_t k = *rest - live;
+  *rest = k;
+  for (unsigned l = 0; l < lanes; ++l) {
+    if (S::is_zero(v[l])) continue;
+    bytes[k] = static_cast<std::uint8_t>(S::byte(v[l]));
+    if constexpr (S::word_bytes != 0) store_le<std::uint16_t>(words + 2 * k, static_cast<std::uint16_t>(S::word(v[l])));
+    ++k;
+  }
+  return code_rans_lanes(plan, div, sym, lanes, x, top, out);
+}
+
 // Encodes one chunk of m elements with rANS (codec/rans.hpp) into out, which must hold
 // stored_bytes(m); the body per `shape`. Falls back to a stored body when the rANS body would not
 // be strictly smaller. Returns the chunk's size.
@@ -408,26 +485,31 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
   using RL = rans::layout<E>;
   rans_plan plan;
   if (!plan_rans_chunk<E>(in, m, shape, &plan)) return write_stored_chunk<E>(in, m, checksum, out, shape);
-  const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
+  const std::uint64_t base = shape.base, nsym = plan.nsym;
   rans::divisor div[rans::symbols];
   for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
   // words are pushed downwards from plan.cap (the decoder reads them upwards) and moved into
   // place at the end
   std::uint64_t top = plan.cap;
   std::uint8_t* words = out + RL::words_offset(base, nsym);
-  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
+  std::uint8_t* bytes = out + RL::bytes_offset(plan.rests, base, nsym);
   std::uint32_t x[rans::lanes];
   for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
   // backwards over the body (lane l of a body group is lane l of its chunk group)
-  std::uint64_t at = b;  // one past the body group's last element
+  std::uint64_t at = plan.rests;  // one past the rest of the body group's last element
   for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
-    at -= lanes;
-    if (!encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top,
-                              words + at * rans::split<E>::word_bytes, bytes + at, out))
-      return write_stored_chunk<E>(in, m, checksum, out, shape);
+    bool fits;
+    if (plan.zero.on) {
+      fits = encode_rans_group_zeros<E>(plan, div, in + first * L::elem_size, lanes, x, &top, words, bytes, &at, out);
+    } else {
+      at -= lanes;
+      fits = encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top,
+                                  words + at * rans::split<E>::word_bytes, bytes + at, out);
+    }
+    if (!fits) return write_stored_chunk<E>(in, m, checksum, out, shape);
   }
   return seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
 }
@@ -445,6 +527,22 @@ ZIPCCL_HOST_DEVICE std::uint64_t code_chunk(const Policy& policy, const std::uin
     const codebook::table t = choose_table<E>(policy, in, m, shape);
     return encode_chunk<E>(in, m, t, checksum, out, shape);
   }
+}
+
+// The zero symbols a rANS chunk header names (none outside modes 12 and 14).
+ZIPCCL_HOST_DEVICE rans::zero_symbols header_zero_symbols(const format::chunk_header& r) {
+  return rans::header_zero_symbols(r.table, format::mode_has_zero_symbols(r.mode));
+}
+
+// The rules of a rANS chunk header's table bytes for a body of `elems` elements: byte 0 is the
+// symbol count less one (any value); with zero symbols, bytes 1 and 2 differ and the zero count is
+// 1..elems; without, bytes 1..6 are zero.
+ZIPCCL_HOST_DEVICE bool rans_header_ok(const format::chunk_header& r, std::uint64_t elems) {
+  const rans::zero_symbols z = header_zero_symbols(r);
+  if (z.on) return z.pos != z.neg && z.count != 0 && z.count <= elems;
+  for (unsigned i = 1; i < format::table_size; ++i)
+    if (r.table[i] != 0) return false;
+  return true;
 }
 
 // The rules a chunk header must meet for a chunk of m elements spanning `span` bytes (everything
@@ -465,12 +563,12 @@ ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std:
     for (unsigned i = 0; i < format::table_size; ++i)
       if (r.table[i] != 0) return status::corrupt;
   } else if (format::mode_is_rans(r.mode)) {
-    // table[0]: the symbol count less one; escapes: the stream's words (at most one per element);
-    // strictly smaller than the stored body
-    for (unsigned i = 1; i < format::table_size; ++i)
-      if (r.table[i] != 0) return status::corrupt;
+    // table: rans_header_ok; escapes: the stream's words (at most one per element); strictly
+    // smaller than the stored body
+    if (!rans_header_ok(r, elems)) return status::corrupt;
     if (r.escapes > elems) return status::corrupt;
-    if (span != rans::layout<E>::chunk_bytes(elems, base, r.table[0] + 1u, r.escapes)) return status::corrupt;
+    const std::uint64_t rests = rans::rests_of(elems, header_zero_symbols(r));
+    if (span != rans::layout<E>::chunk_bytes(rests, base, r.table[0] + 1u, r.escapes)) return status::corrupt;
     if (span >= L::stored_bytes(elems, base)) return status::corrupt;
   } else {
     const std::int64_t budget = L::escape_budget(elems, base);
@@ -497,8 +595,8 @@ ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_of(const format::chunk_header& h, st
   if (format::mode_is_stored(h.mode)) {
     span = L::stored_bytes(elems, base);
   } else if (format::mode_is_rans(h.mode)) {
-    if (h.escapes > elems) return 0;
-    span = rans::layout<E>::chunk_bytes(elems, base, h.table[0] + 1u, h.escapes);
+    if (h.escapes > elems || !rans_header_ok(h, elems)) return 0;
+    span = rans::layout<E>::chunk_bytes(rans::rests_of(elems, header_zero_symbols(h)), base, h.table[0] + 1u, h.escapes);
   } else {
     const std::int64_t budget = L::escape_budget(elems, base);
     if (budget < 0 || h.escapes > static_cast<std::uint64_t>(budget)) return 0;
@@ -549,7 +647,9 @@ ZIPCCL_HOST_DEVICE std::uint64_t check_prefix(const format::chunk_header& r, con
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t chunk_content_end(const format::chunk_header& r, const body_shape& body) {
   using L = format::chunk_layout<E>;
-  if (format::mode_is_rans(r.mode)) return rans::layout<E>::content_end(body.elems, body.base, r.table[0] + 1u, r.escapes);
+  if (format::mode_is_rans(r.mode))
+    return rans::layout<E>::content_end(rans::rests_of(body.elems, header_zero_symbols(r)), body.base, r.table[0] + 1u,
+                                        r.escapes);
   return format::mode_is_coded(r.mode) ? L::escapes_offset(body.elems, body.base) + r.escapes
                                        : body.base + body.elems * L::elem_size;
 }
@@ -645,6 +745,47 @@ ZIPCCL_HOST_DEVICE bool decode_rans_group(const rans::decode_table& t, unsigned 
   return true;
 }
 
+// The same for a body with zero symbols z: lanes that decode z.pos or z.neg are +0.0 or -0.0 and
+// take no rest; the others take the rests from rest index *rest on, in lane order, of `rests` in
+// all. False when the stream or the rests run out.
+template <class E>
+ZIPCCL_HOST_DEVICE bool decode_rans_group_zeros(const rans::decode_table& t, const rans::zero_symbols& z, unsigned lanes,
+                                                std::uint32_t* x, const std::uint8_t* words, const std::uint8_t* bytes,
+                                                std::uint64_t* rest, std::uint64_t rests, const std::uint8_t* stream,
+                                                std::uint64_t n_words, std::uint64_t* next, std::uint8_t* out) {
+  using S = rans::split<E>;
+  using bits_type = typename E::bits_type;
+  std::uint32_t xs[rans::lanes], low = 0;
+  std::uint64_t k = *rest;
+  for (unsigned l = 0; l < lanes; ++l) xs[l] = x[l];
+  for (unsigned l = 0; l < lanes; ++l) {
+    const std::uint32_t sym = rans::decode_step(t, &xs[l]);
+    low |= (xs[l] < rans::state_low ? 1u : 0u) << l;
+    bits_type v;
+    if (sym == z.pos) {
+      v = 0;
+    } else if (sym == z.neg) {
+      v = S::negative_zero;
+    } else {
+      if (k == rests) return false;
+      const std::uint32_t word = S::word_bytes ? load_le<std::uint16_t>(words + 2 * k) : 0u;
+      v = S::join(sym, bytes[k], word);
+      ++k;
+    }
+    store_le<bits_type>(out + l * sizeof(bits_type), v);
+  }
+  std::uint64_t n = *next;
+  for (; low != 0; low &= low - 1) {
+    if (n == n_words) return false;
+    const unsigned l = format::lowest_bit(low);
+    xs[l] = (xs[l] << 16) | load_le<std::uint16_t>(stream + 2 * n++);
+  }
+  for (unsigned l = 0; l < lanes; ++l) x[l] = xs[l];
+  *next = n;
+  *rest = k;
+  return true;
+}
+
 // Decodes the rANS body of a chunk that passed check_chunk (codec/rans.hpp). Every stream word
 // is read at most once and inside the chunk (check_chunk_header bounds the word count by the
 // span); a table that breaks its rules, a stream that runs out or is left over, or a lane that
@@ -654,16 +795,18 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
                                            const body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
-  const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
+  const rans::zero_symbols z = header_zero_symbols(h);
+  const std::uint64_t rests = rans::rests_of(body.elems, z), base = body.base, nsym = h.table[0] + 1u;
+  const std::uint64_t n_words = h.escapes;
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
   rans::decode_table t;
   rans::read_table(chunk + RL::table_offset(base), &t);
   std::uint32_t x[rans::lanes];
   for (unsigned l = 0; l < rans::lanes; ++l) x[l] = load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
   const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
-  const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base, nsym);
-  const std::uint8_t* stream = chunk + RL::stream_offset(b, base, nsym);
-  std::uint64_t next = 0, j = 0;  // the next stream word; the body's element
+  const std::uint8_t* bytes = chunk + RL::bytes_offset(rests, base, nsym);
+  const std::uint8_t* stream = chunk + RL::stream_offset(rests, base, nsym);
+  std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
@@ -671,12 +814,19 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
       store_zeros<E>(out + first * L::elem_size, lanes);
       continue;
     }
+    if (z.on) {
+      if (!decode_rans_group_zeros<E>(t, z, lanes, x, words, bytes, &j, rests, stream, n_words, &next,
+                                      out + first * L::elem_size))
+        return status::corrupt;
+      continue;
+    }
     if (!decode_rans_group<E>(t, lanes, x, words + j * rans::split<E>::word_bytes, bytes + j, stream, n_words, &next,
                               out + first * L::elem_size))
       return status::corrupt;
     j += lanes;
   }
-  if (next != n_words) return status::corrupt;
+  // every rest used (with zero symbols: so exactly z.count zeros decoded) and every word read
+  if (j != rests || next != n_words) return status::corrupt;
   for (unsigned l = 0; l < rans::lanes; ++l)
     if (x[l] != rans::state_low) return status::corrupt;
   return status::success;

@@ -18,6 +18,13 @@
 // last element every lane's state is 2^16 and every word has been read; anything else is corrupt.
 // At most one word per element is read, so lanes that renormalise in the same step of 32 take
 // consecutive words in lane order, which a vector unit or a warp does in one step.
+//
+// Zero symbols (modes 12 and 14, stream version 3): when a body holds at least min_zero_elems
+// elements that are +0.0 or -0.0, the encoder codes them as two symbols of their own, `zp` (+0)
+// and `zn` (-0): the two smallest symbol values that no other element of the body has. They have
+// no rest: the rest sections hold the other elements' rests only, in element order. The header's
+// table bytes 1 and 2 name zp and zn, bytes 3..6 hold the zero count z (u32), and the sections
+// are sized for b - z rests.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +51,25 @@ inline constexpr unsigned symbols = 256;
 inline constexpr std::uint64_t bitmap_bytes = symbols / 8;
 inline constexpr std::uint64_t states_bytes = 4 * lanes;
 
+// The zero symbols of a body (zero_symbols::on) or none.
+struct zero_symbols {
+  bool on = false;
+  std::uint32_t pos = 0, neg = 0;  // the symbols of +0.0 and -0.0
+  std::uint64_t count = 0;         // elements that are +0.0 or -0.0
+};
+
+// A body uses zero symbols from this many zeros on (when two symbol values are free): each zero
+// saves its rest (a byte; fp32: three), which pays for the two table entries at most 16 bytes
+// need and for the sign a zero's symbol now carries.
+inline constexpr std::uint64_t min_zero_elems = 32;
+
+// The rule every encoder follows: from the symbol counts of all b elements of a body and its
+// numbers of +0.0 and -0.0 elements, the zero symbols, and the counts the table is normalised
+// from (the zeros moved from their own symbols to zp and zn). With fewer than min_zero_elems zeros,
+// or fewer than two symbol values unused by the other elements, none, and counts unchanged.
+template <class E>
+ZIPCCL_HOST_DEVICE zero_symbols choose_zero_symbols(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg);
+
 // The split of an element into symbol and rest, per type.
 template <class E>
 struct split {
@@ -60,6 +86,15 @@ struct split {
     else return ((static_cast<std::uint32_t>(b) >> 24) & 0x80u) | ((static_cast<std::uint32_t>(b) >> 16) & 0x7Fu);
   }
   ZIPCCL_HOST_DEVICE static constexpr std::uint32_t word(bits_type b) { return static_cast<std::uint32_t>(b) & 0xFFFFu; }
+  // -0.0 (+0.0 is all zero bits), and the symbols the two have as ordinary elements.
+  static constexpr bits_type negative_zero = static_cast<bits_type>(bits_type(1) << (E::total_bits - 1));
+  static constexpr std::uint32_t pos_zero_symbol = 0;
+  static constexpr std::uint32_t neg_zero_symbol = std::is_same_v<E, fp16> ? 0x80u : 0u;
+  // An element's symbol in a body with zero symbols z.
+  ZIPCCL_HOST_DEVICE static constexpr std::uint32_t symbol(bits_type b, const zero_symbols& z) {
+    return b == 0 ? z.pos : b == negative_zero ? z.neg : symbol(b);
+  }
+  ZIPCCL_HOST_DEVICE static constexpr bool is_zero(bits_type b) { return b == 0 || b == negative_zero; }
   ZIPCCL_HOST_DEVICE static constexpr bits_type join(std::uint32_t sym, std::uint32_t byte, std::uint32_t word) {
     if constexpr (std::is_same_v<E, fp16>) return static_cast<bits_type>((sym << 8) | byte);
     else if constexpr (std::is_same_v<E, bf16>)
@@ -78,6 +113,8 @@ ZIPCCL_HOST_DEVICE constexpr std::uint64_t prefix_end(std::uint64_t base, std::u
   return base + table_bytes(nsym) + states_bytes;
 }
 
+// The sections after them, for a body with `b` rests: its elements, less its zeros when it has
+// zero symbols (rests_of).
 template <class E>
 struct layout {
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t table_offset(std::uint64_t base) { return base; }
@@ -104,6 +141,11 @@ struct layout {
     return format::align_up(content_end(b, base, nsym, words), format::alignment);
   }
 };
+
+// The rests of a body of `elems` elements with zero symbols z.
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t rests_of(std::uint64_t elems, const zero_symbols& z) {
+  return z.on ? elems - z.count : elems;
+}
 
 // Frequencies from symbol counts over b >= 1 elements: every present symbol gets at least 1, the
 // rest in proportion (rounded down); the shortfall goes to the most frequent symbol (ties: the
@@ -208,6 +250,51 @@ ZIPCCL_HOST_DEVICE void write_table(const std::uint32_t* freq, std::uint64_t nsy
     p[s / 8] = static_cast<std::uint8_t>(p[s / 8] | (1u << (s % 8)));
     store_le<std::uint16_t>(p + bitmap_bytes + 2 * k++, static_cast<std::uint16_t>(freq[s]));
   }
+}
+
+template <class E>
+ZIPCCL_HOST_DEVICE zero_symbols choose_zero_symbols(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg) {
+  using S = split<E>;
+  zero_symbols z;
+  if (n_pos + n_neg < min_zero_elems) return z;
+  counts[S::pos_zero_symbol] -= static_cast<std::uint32_t>(n_pos);
+  counts[S::neg_zero_symbol] -= static_cast<std::uint32_t>(n_neg);
+  unsigned found = 0;
+  for (unsigned s = 0; s < symbols && found < 2; ++s) {
+    if (counts[s] != 0) continue;
+    if (found++ == 0) z.pos = s;
+    else z.neg = s;
+  }
+  if (found < 2) {  // (every symbol value but one in use: keep the plain code)
+    counts[S::pos_zero_symbol] += static_cast<std::uint32_t>(n_pos);
+    counts[S::neg_zero_symbol] += static_cast<std::uint32_t>(n_neg);
+    return zero_symbols{};
+  }
+  counts[z.pos] = static_cast<std::uint32_t>(n_pos);
+  counts[z.neg] = static_cast<std::uint32_t>(n_neg);
+  z.on = true;
+  z.count = n_pos + n_neg;
+  return z;
+}
+
+// The zero symbols a rANS chunk header names (modes 12 and 14), or none: table bytes 1 and 2 the
+// symbols of +0.0 and -0.0, bytes 3..6 the zero count.
+ZIPCCL_HOST_DEVICE zero_symbols header_zero_symbols(const std::uint8_t* table, bool on) {
+  zero_symbols z;
+  if (!on) return z;
+  z.on = true;
+  z.pos = table[1];
+  z.neg = table[2];
+  z.count = std::uint64_t(table[3]) | std::uint64_t(table[4]) << 8 | std::uint64_t(table[5]) << 16 |
+            std::uint64_t(table[6]) << 24;
+  return z;
+}
+
+ZIPCCL_HOST_DEVICE void store_header_zero_symbols(const zero_symbols& z, std::uint8_t* table) {
+  if (!z.on) return;
+  table[1] = static_cast<std::uint8_t>(z.pos);
+  table[2] = static_cast<std::uint8_t>(z.neg);
+  for (unsigned i = 0; i < 4; ++i) table[3 + i] = static_cast<std::uint8_t>(z.count >> (8 * i));
 }
 
 }  // namespace zipccl::codec_detail::rans

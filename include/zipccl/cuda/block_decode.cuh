@@ -277,7 +277,9 @@ class block_decode {
     using S = rans::split<E>;
     using RL = rans::layout<E>;
     const unsigned t = threadIdx.x;
-    const std::uint64_t nsym = h.table[0] + 1u, n_words = h.escapes, b = body.elems;
+    const codec_detail::rans::zero_symbols zero = codec_detail::header_zero_symbols(h);
+    // b: the rests (the body's elements, less its zeros with zero symbols)
+    const std::uint64_t nsym = h.table[0] + 1u, n_words = h.escapes, b = rans::rests_of(body.elems, zero);
     const std::uint8_t* table = chunk + RL::table_offset(body.base);
     if (t == 0) s_.verdict = rans::table_ok(table, nsym) ? 1 : 0;
     __syncthreads();
@@ -306,7 +308,7 @@ class block_decode {
     const unsigned lane = t % 32;
     const bool coder = t < 32;  // warp 0 decodes
     std::uint32_t x = coder ? format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane) : 0u;
-    std::uint64_t next = 0, j = 0;  // the next stream word; the body's next element (warp 0)
+    std::uint64_t next = 0, j = 0;  // the next stream word; the next rest (warp 0)
     int bad = 0;
     constexpr std::uint64_t P = 8ull * Threads;  // elements per pass: at most P body elements and P words
     for (std::uint64_t base = 0; base < m; base += P) {
@@ -335,15 +337,29 @@ class block_decode {
             // the words this group could take, one per lane (next - next0 + lane < P: a pass's
             // groups before this one took at most P - 32 words)
             const std::uint32_t ahead = next + lane < n_words ? s_.rans.stream[next - next0 + lane] : 0u;
-            std::uint32_t need = 0;
+            std::uint32_t need = 0, sym = 0;
             if (live) {
               const std::uint32_t e = s_.rans.slot[x & (rans::prob_total - 1u)];
               x = rans::decode_table::freq(e) * (x >> rans::prob_bits) + rans::decode_table::offset(e);
-              const std::uint64_t k = j - j0 + lane;  // below P: the pass's body elements so far
-              std::uint32_t word = 0;
-              if constexpr (has_words) word = s_.rans.words[k];
-              v = S::join(rans::decode_table::symbol(e), s_.rans.rest[k], word);
+              sym = rans::decode_table::symbol(e);
               need = x < rans::state_low ? 1u : 0u;
+            }
+            // the lanes with a rest (with zero symbols: not the zeros) take the next rests in lane
+            // order
+            const bool is_pos = zero.on && sym == zero.pos, is_neg = zero.on && sym == zero.neg;
+            const unsigned resters = __ballot_sync(0xFFFFFFFFu, live && !is_pos && !is_neg);
+            if (live) {
+              const unsigned before = static_cast<unsigned>(__popc(resters & ((1u << lane) - 1u)));
+              if (is_pos || is_neg) {
+                v = is_pos ? bits_type(0) : S::negative_zero;
+              } else if (j + before >= b) {
+                bad = 1;  // the rests ran out
+              } else {
+                const std::uint64_t k = j - j0 + before;  // below P: the pass's rests so far
+                std::uint32_t word = 0;
+                if constexpr (has_words) word = s_.rans.words[k];
+                v = S::join(sym, s_.rans.rest[k], word);
+              }
             }
             // the lanes below 2^16 take the next words in lane order
             const unsigned takers = __ballot_sync(0xFFFFFFFFu, need != 0);
@@ -354,12 +370,12 @@ class block_decode {
               else x = (x << 16) | word;
             }
             next += __popc(takers);
-            j += lanes;
+            j += static_cast<unsigned>(__popc(resters));
           }
           if (live) s_.rans.staged[first + lane - base] = v;
         }
         if (lane == 0) {  // where the next pass's inputs start
-          s_.rans.j0 = j;
+          s_.rans.j0 = j < b ? j : b;  // (past b only in a corrupt chunk)
           s_.rans.next0 = next < n_words ? next : n_words;
         }
       }
@@ -376,7 +392,8 @@ class block_decode {
       // (the next pass writes the inputs before its barrier and the staging after it, when every
       // thread has taken its runs)
     }
-    if (coder && (next != n_words || x != rans::state_low)) bad = 1;  // words left over, or a lane off 2^16
+    // words or rests left over, or a lane off 2^16
+    if (coder && (next != n_words || j != b || x != rans::state_low)) bad = 1;
     return __syncthreads_or(bad) ? status::corrupt : status::success;
   }
 

@@ -27,7 +27,8 @@
 // shared memory: a ballot finds the lanes that give up a word, a popcount of the lanes above
 // places each word, and every lane then codes its symbol with the reciprocal of its frequency.
 // plan() walks once to count the stream's words, write() walks again and writes the words where
-// they belong. This encoder has been compiled for sm_80 and sm_90 but has not yet run on a GPU.
+// they belong. A body with zero symbols (codec/rans.hpp) places each group's rests by a ballot of
+// the lanes that are not zeros. This encoder has been compiled for sm_80 and sm_90 but has not yet run on a GPU.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -68,6 +69,8 @@ class block_encode {
     std::uint32_t cum[codec_detail::rans::symbols];
     std::uint64_t inv[codec_detail::rans::symbols];  // codec_detail::rans::divisor's reciprocals
     typename E::bits_type stage[8 * Threads];
+    unsigned long long zeros[2];  // the body's +0.0 and -0.0 elements
+    codec_detail::rans::zero_symbols zero;
     std::uint64_t nsym;
     std::uint64_t left;  // a walk's result, from warp 0 to the block
     int failed;
@@ -135,7 +138,7 @@ class block_encode {
         const std::uint64_t nsym = s_.rans.nsym;
         if (t == 0) codec_detail::rans::write_table(s_.rans.freq, nsym, dst + RL::table_offset(base_));
         walk_rans(v, m, dst);
-        content_end = RL::content_end(body_elems_, base_, nsym, escapes_);
+        content_end = RL::content_end(rests_(), base_, nsym, escapes_);
         prefix = RL::words_offset(base_, nsym);
       } else {
         write_stored(v, m, dst);
@@ -152,7 +155,11 @@ class block_encode {
           !coded_ ? format::chunk_mode::stored : uses_rans ? format::chunk_mode::rans : format::chunk_mode::coded;
       h.mode = codec_detail::mode_for(kind, masked_);
       if constexpr (uses_rans) {
-        if (coded_) h.table[0] = static_cast<std::uint8_t>(s_.rans.nsym - 1);
+        if (coded_) {
+          h.mode = codec_detail::rans_mode(masked_, s_.rans.zero.on);
+          h.table[0] = static_cast<std::uint8_t>(s_.rans.nsym - 1);
+          codec_detail::rans::store_header_zero_symbols(s_.rans.zero, h.table);
+        }
       } else if (coded_) {
         for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = s_.table[i];
       }
@@ -362,12 +369,16 @@ class block_encode {
     find_zero_groups(v, m);
     count_escapes(v, m);  // (body_first_ for a stored fallback; no escapes)
     for (unsigned s = t; s < rans::symbols; s += Threads) s_.rans.count[s] = 0;
+    if (t < 2) s_.rans.zeros[t] = 0;
     __syncthreads();
     count_body(v, m, s_.rans.count, [](bits_type x) { return RS::symbol(x); });
+    count_zeros(v, m);
     __syncthreads();
     if (t == 0) {
       std::uint64_t nsym = 0;
+      s_.rans.zero = rans::zero_symbols{};
       if (body_elems_ != 0) {
+        s_.rans.zero = rans::choose_zero_symbols<E>(s_.rans.count, s_.rans.zeros[0], s_.rans.zeros[1]);
         rans::normalize(s_.rans.count, body_elems_, s_.rans.freq);
         for (unsigned k = 0, c = 0; k < rans::symbols; c += s_.rans.freq[k], ++k) {
           s_.rans.cum[k] = c;
@@ -379,18 +390,45 @@ class block_encode {
     __syncthreads();
     for (unsigned k = t; k < rans::symbols; k += Threads) s_.rans.inv[k] = rans::divisor::of(s_.rans.freq[k]).inv;
     __syncthreads();
-    const std::uint64_t nsym = s_.rans.nsym;
+    const std::uint64_t nsym = s_.rans.nsym, rests = rests_();
     const std::uint64_t stored = L::stored_bytes(body_elems_, base_);
-    coded_ = nsym != 0 && RL::stream_offset(body_elems_, base_, nsym) + format::alignment <= stored;
+    coded_ = nsym != 0 && RL::stream_offset(rests, base_, nsym) + format::alignment <= stored;
     escapes_ = 0;
     if (coded_) {
-      const std::uint64_t room = stored - format::alignment - RL::stream_offset(body_elems_, base_, nsym);
+      const std::uint64_t room = stored - format::alignment - RL::stream_offset(rests, base_, nsym);
       const std::uint64_t words = walk_rans(v, m, nullptr, room);
       coded_ = words != ~0ull;
       escapes_ = coded_ ? words : 0;
     }
-    size_ = coded_ ? RL::chunk_bytes(body_elems_, base_, nsym, escapes_) : stored;
+    size_ = coded_ ? RL::chunk_bytes(rests, base_, nsym, escapes_) : stored;
     return size_;
+  }
+
+  // rANS: the body's rests (its elements, less its zeros when it has zero symbols).
+  __device__ std::uint64_t rests_() const { return codec_detail::rans::rests_of(body_elems_, s_.rans.zero); }
+
+  // rANS: adds the body's +0.0 and -0.0 elements to s_.rans.zeros (a warp sum, then one atomic
+  // per warp).
+  __device__ void count_zeros(const runs_type& v, std::uint64_t m) {
+    unsigned pos = 0, neg = 0;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const unsigned valid = skipped(r) ? 0u : valid_in(run_first(r), m);
+#pragma unroll
+      for (unsigned i = 0; i < 8; ++i) {
+        pos += i < valid && v[r][i] == 0 ? 1u : 0u;
+        neg += i < valid && v[r][i] == RS::negative_zero ? 1u : 0u;
+      }
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) {
+      pos += __shfl_xor_sync(0xFFFFFFFFu, pos, d);
+      neg += __shfl_xor_sync(0xFFFFFFFFu, neg, d);
+    }
+    if ((threadIdx.x & 31u) == 0) {
+      if (pos != 0) atomicAdd(&s_.rans.zeros[0], static_cast<unsigned long long>(pos));
+      if (neg != 0) atomicAdd(&s_.rans.zeros[1], static_cast<unsigned long long>(neg));
+    }
   }
 
   // The rANS walk over the chunk, backwards, pass by pass through the staging buffer (warp 0
@@ -404,14 +442,15 @@ class block_encode {
     namespace rans = codec_detail::rans;
     const unsigned t = threadIdx.x, lane = t & 31u;
     const bool coder = t < 32;
-    const std::uint64_t nsym = s_.rans.nsym, b = body_elems_;
+    const std::uint64_t nsym = s_.rans.nsym, rests = rests_();
+    const rans::zero_symbols zero = s_.rans.zero;
     std::uint8_t* words = dst ? dst + RL::words_offset(base_, nsym) : nullptr;
-    std::uint8_t* bytes = dst ? dst + RL::bytes_offset(b, base_, nsym) : nullptr;
-    std::uint8_t* stream = dst ? dst + RL::stream_offset(b, base_, nsym) : nullptr;
+    std::uint8_t* bytes = dst ? dst + RL::bytes_offset(rests, base_, nsym) : nullptr;
+    std::uint8_t* stream = dst ? dst + RL::stream_offset(rests, base_, nsym) : nullptr;
     // top: bytes of stream below the last word pushed (counting: of the room; writing: of the
     // stream's final size, so that each word lands where the decoder reads it)
     std::uint64_t top = dst ? 2 * escapes_ : room;
-    std::uint64_t at = b;  // one past the body element of the group being coded
+    std::uint64_t at = rests;  // one past the rest of the group being coded
     std::uint32_t x = rans::state_low;
     int overflow = 0;
 #pragma unroll
@@ -429,13 +468,18 @@ class block_encode {
                                           g * format::group_elems / format::zero_group_elems))
             continue;
           const unsigned lanes = format::group_lanes(m, g);
-          at -= lanes;
           const bool live = lane < lanes;
           const bits_type e = live ? s_.rans.stage[g * format::group_elems + lane - pass] : bits_type(0);
-          const std::uint32_t sym = RS::symbol(e), f = live ? s_.rans.freq[sym] : 0u;
-          if (dst && live) {
-            bytes[at + lane] = static_cast<std::uint8_t>(RS::byte(e));
-            if constexpr (RS::word_bytes != 0) format::store_le<std::uint16_t>(words + 2 * (at + lane),
+          const std::uint32_t sym = zero.on ? RS::symbol(e, zero) : RS::symbol(e);
+          const std::uint32_t f = live ? s_.rans.freq[sym] : 0u;
+          // the lanes with a rest (with zero symbols: not the zeros) take places in lane order
+          const bool rest = live && !(zero.on && RS::is_zero(e));
+          const unsigned resters = __ballot_sync(0xFFFFFFFFu, rest);
+          at -= static_cast<unsigned>(__popc(resters));
+          if (dst && rest) {
+            const std::uint64_t k = at + static_cast<unsigned>(__popc(resters & ((1u << lane) - 1u)));
+            bytes[k] = static_cast<std::uint8_t>(RS::byte(e));
+            if constexpr (RS::word_bytes != 0) format::store_le<std::uint16_t>(words + 2 * k,
                                                                              static_cast<std::uint16_t>(RS::word(e)));
           }
           const bool push = live && std::uint64_t(x) >= (std::uint64_t(f) << 20);

@@ -25,17 +25,21 @@ inline constexpr std::uint32_t default_chunk_elems = 1u << 16;
 
 // Chunk modes. Bit 0: the body is coded with the 3-bit exponent code; bit 2: the body is coded
 // with rANS (codebook::entropy); neither: stored raw. Bit 1: a zero-group mask follows the chunk
-// header and the body holds only the groups it does not mark. Modes 2, 3, 4 and 6 need stream
-// version 2; 5 and 7 are invalid.
+// header and the body holds only the groups it does not mark. Bit 3 (rANS only): the body's +0.0
+// and -0.0 elements are coded as two symbols of their own and have no rest (codec/rans.hpp,
+// "zero symbols"). Modes 2, 3, 4 and 6 need stream version 2, modes 12 and 14 version 3; 5, 7 to
+// 11, 13 and 15 and above are invalid.
 enum class chunk_mode : std::uint8_t {
-  stored = 0, coded = 1, zero_stored = 2, zero_coded = 3, rans = 4, zero_rans = 6
+  stored = 0, coded = 1, zero_stored = 2, zero_coded = 3, rans = 4, zero_rans = 6, rans_zeros = 12,
+  zero_rans_zeros = 14
 };
 
 ZIPCCL_HOST_DEVICE constexpr bool mode_is_coded(chunk_mode m) { return (static_cast<unsigned>(m) & 1u) != 0; }
 ZIPCCL_HOST_DEVICE constexpr bool mode_has_zero_mask(chunk_mode m) { return (static_cast<unsigned>(m) & 2u) != 0; }
 ZIPCCL_HOST_DEVICE constexpr bool mode_is_rans(chunk_mode m) { return (static_cast<unsigned>(m) & 4u) != 0; }
+ZIPCCL_HOST_DEVICE constexpr bool mode_has_zero_symbols(chunk_mode m) { return (static_cast<unsigned>(m) & 8u) != 0; }
 ZIPCCL_HOST_DEVICE constexpr bool mode_is_stored(chunk_mode m) { return (static_cast<unsigned>(m) & 5u) == 0; }
-ZIPCCL_HOST_DEVICE constexpr bool mode_valid(std::uint8_t m) { return m <= 4u || m == 6u; }
+ZIPCCL_HOST_DEVICE constexpr bool mode_valid(std::uint8_t m) { return m <= 4u || m == 6u || m == 12u || m == 14u; }
 
 // Zero groups: 64 consecutive elements of a chunk (the last may be shorter) whose bit patterns
 // are all 0 (+0.0). A chunk in a zero_* mode marks them in a bit mask and leaves them out of its
@@ -171,37 +175,49 @@ struct chunk_layout {
   }
 };
 
+// The smallest rANS chunk with zero symbols (stream version 3): its header, a table of one symbol
+// (32 bitmap bytes and one frequency, padded to 48) and the 32 states; every element a zero of
+// one sign, so no rest and no stream word.
+inline constexpr std::uint64_t min_zero_symbol_chunk_bytes = chunk_header_bytes + 48 + 128;
+
 // The fewest bytes a chunk of m elements of type E can occupy: coded with no escape, or stored,
 // whichever is smaller (a chunk's span is exact in either mode); with zero masks (stream version
-// 2), a chunk of zeros only: its header and mask.
+// 2), a chunk of zeros only: its header and mask; with zero symbols (version 3), a rANS chunk of
+// zeros only (min_zero_symbol_chunk_bytes), where that is smaller than the stored chunk (as a
+// rANS chunk must be).
 template <class E>
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_chunk_bytes(std::uint64_t m, bool zero_masks = true) {
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_chunk_bytes(std::uint64_t m, bool zero_masks = true,
+                                                           bool zero_symbols = true) {
   using L = chunk_layout<E>;
-  const std::uint64_t dense = L::coded_bytes(m, 0) < L::stored_bytes(m) ? L::coded_bytes(m, 0) : L::stored_bytes(m);
-  if (!zero_masks || !L::zero_mask_pays(m, m)) return dense;
-  return body_offset(m, true) < dense ? body_offset(m, true) : dense;
+  std::uint64_t best = L::coded_bytes(m, 0) < L::stored_bytes(m) ? L::coded_bytes(m, 0) : L::stored_bytes(m);
+  if (zero_masks && L::zero_mask_pays(m, m) && body_offset(m, true) < best) best = body_offset(m, true);
+  if (zero_masks && zero_symbols && min_zero_symbol_chunk_bytes < L::stored_bytes(m) &&
+      min_zero_symbol_chunk_bytes < best)
+    best = min_zero_symbol_chunk_bytes;
+  return best;
 }
 
 template <class E>
 ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(std::uint64_t n, std::uint64_t chunk_elems,
-                                                               bool zero_masks = true) {
+                                                               bool zero_masks = true, bool zero_symbols = true) {
   const std::uint64_t c = chunk_count(n, chunk_elems);
   if (c == 0) return data_offset(0);
-  return data_offset(c) + (c - 1) * min_chunk_bytes<E>(chunk_elems, zero_masks) +
-         min_chunk_bytes<E>(chunk_elements(n, chunk_elems, c - 1), zero_masks);
+  return data_offset(c) + (c - 1) * min_chunk_bytes<E>(chunk_elems, zero_masks, zero_symbols) +
+         min_chunk_bytes<E>(chunk_elements(n, chunk_elems, c - 1), zero_masks, zero_symbols);
 }
 
 // The exact lower bound on the size of a valid stream of n elements of type t. In version 1
 // every element costs at least 11 bits (bf16; fp16 14, fp32 27); in version 2 (zero masks) a
-// chunk of zeros costs its 16-byte header and its mask (one bit per 64 elements, at least 16 bytes). So a header that claims more elements
-// than its stream's size allows is corrupt: readers check this before they size anything from a
-// count.
+// chunk of zeros costs its 16-byte header and its mask (one bit per 64 elements, at least 16
+// bytes); in version 3 (zero symbols) at most 192 bytes, whatever its size. So a header that
+// claims more elements than its stream's size allows is corrupt: readers check this before they
+// size anything from a count.
 ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(dtype t, std::uint64_t n, std::uint64_t chunk_elems,
-                                                               bool zero_masks = true) {
+                                                               bool zero_masks = true, bool zero_symbols = true) {
   switch (t) {
-    case dtype::bf16: return min_compressed_size<bf16>(n, chunk_elems, zero_masks);
-    case dtype::fp16: return min_compressed_size<fp16>(n, chunk_elems, zero_masks);
-    case dtype::fp32: return min_compressed_size<fp32>(n, chunk_elems, zero_masks);
+    case dtype::bf16: return min_compressed_size<bf16>(n, chunk_elems, zero_masks, zero_symbols);
+    case dtype::fp16: return min_compressed_size<fp16>(n, chunk_elems, zero_masks, zero_symbols);
+    case dtype::fp32: return min_compressed_size<fp32>(n, chunk_elems, zero_masks, zero_symbols);
   }
   return 0;
 }

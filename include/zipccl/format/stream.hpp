@@ -40,11 +40,13 @@ ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
 }
 // The newest version; readers accept every version from 1. Version 1 streams have only stored and
 // coded chunks and the three 3-bit policies; version 2 adds the zero-mask and rANS chunk modes and
-// codebook::entropy (docs/FORMAT.md). A writer stamps the lowest version its stream needs
-// (writer_version), so a stream without the new modes stays readable by version 1 readers.
-inline constexpr std::uint16_t version = 2;
+// codebook::entropy; version 3 adds the rANS modes with zero symbols (docs/FORMAT.md). A writer
+// stamps the lowest version its stream needs (writer_version), so a stream without the new modes
+// stays readable by older readers.
+inline constexpr std::uint16_t version = 3;
 inline constexpr std::uint16_t min_version = 1;
 ZIPCCL_HOST_DEVICE constexpr bool version_has_zero_masks(std::uint16_t v) { return v >= 2; }
+ZIPCCL_HOST_DEVICE constexpr bool version_has_zero_symbols(std::uint16_t v) { return v >= 3; }
 inline constexpr std::uint32_t flag_checksum = 1u;  // every chunk check covers its whole body
 inline constexpr std::uint32_t known_flags = flag_checksum;
 
@@ -60,10 +62,13 @@ struct stream_header {
   std::uint32_t chunks = 0;
 };
 
-// The version a writer stamps: 2 when the policy or any chunk (`new_modes`: a chunk's mode byte
+// The version a writer stamps from its policy and the highest chunk mode byte in the stream: 3
+// when a chunk has zero symbols (mode 8 and above), 2 when the policy or any chunk (a mode byte
 // above 1) needs it, else 1.
-ZIPCCL_HOST_DEVICE constexpr std::uint16_t writer_version(codebook_kind k, bool new_modes) {
-  return new_modes || static_cast<unsigned>(k) > 3u ? std::uint16_t(2) : std::uint16_t(1);
+ZIPCCL_HOST_DEVICE constexpr std::uint16_t writer_version(codebook_kind k, std::uint8_t top_mode) {
+  return top_mode >= 8u ? std::uint16_t(3)
+         : top_mode > 1u || static_cast<unsigned>(k) > 3u ? std::uint16_t(2)
+                                                          : std::uint16_t(1);
 }
 
 // Header hash: words 0..4 of the header (bytes 0..39) followed by the directory's words.
@@ -150,7 +155,8 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   // Every chunk holds at most chunk_elems * 4 bytes, so this also keeps later sums from overflowing.
   if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems)) return status::corrupt;
   // A count the stream's size cannot hold (checked before anyone sizes a buffer from it).
-  if (r.total_bytes < min_compressed_size(r.type, r.count, r.chunk_elems, version_has_zero_masks(v)))
+  if (r.total_bytes <
+      min_compressed_size(r.type, r.count, r.chunk_elems, version_has_zero_masks(v), version_has_zero_symbols(v)))
     return status::corrupt;
   if (in_bytes < data) return status::truncated;
   *h = r;
@@ -184,9 +190,10 @@ ZIPCCL_HOST_DEVICE constexpr bool directory_entry_ok(const stream_header& h, std
 }
 
 // Whether a chunk whose first byte (its mode) is `mode_byte` may appear in a stream of this
-// header's version: only modes 0 and 1 in version 1. (The chunk's own rules come after.)
+// header's version: only modes 0 and 1 in version 1, modes below 8 in version 2. (The chunk's own
+// rules come after.)
 ZIPCCL_HOST_DEVICE constexpr bool chunk_mode_allowed(const stream_header& h, std::uint8_t mode_byte) {
-  return version_has_zero_masks(h.version) || mode_byte <= 1u;
+  return version_has_zero_symbols(h.version) || (version_has_zero_masks(h.version) ? mode_byte < 8u : mode_byte <= 1u);
 }
 
 // Where chunk i ends: the next chunk's start, or the stream's end for the last one.

@@ -92,10 +92,13 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
     }
     pos += part_end[p] - part_begin[p];
   }
-  bool new_modes = false;  // a zero mask or rANS in any chunk: version 2
-  for (std::uint64_t c = 0; c < chunks; ++c) new_modes = new_modes || dst[format::directory_entry(dst, c)] > 1u;
+  std::uint8_t top_mode = 0;  // the highest chunk mode: the version the stream needs
+  for (std::uint64_t c = 0; c < chunks; ++c) {
+    const std::uint8_t mode = dst[format::directory_entry(dst, c)];
+    top_mode = mode > top_mode ? mode : top_mode;
+  }
   format::stream_header h;
-  h.version = format::writer_version(Codec::codebook_type::kind, new_modes);
+  h.version = format::writer_version(Codec::codebook_type::kind, top_mode);
   h.type = E::id;
   h.codebook = Codec::codebook_type::kind;
   h.flags = opt.checksum ? format::flag_checksum : 0u;

@@ -129,14 +129,18 @@ __global__ void __launch_bounds__(Threads) finish_kernel(encode_batch batch, for
       h.chunks == 0 ? format::data_offset(0)
                     : format::directory_entry(out, h.chunks - 1) + p.chunk_sizes[h.chunks - 1];
   std::uint64_t sum = 0;
-  int new_modes = 0;  // a zero mask in any chunk: version 2 (format::writer_version)
+  // the highest chunk mode, as 1 (a mode above 1: version 2) or 8 (zero symbols: version 3), for
+  // format::writer_version
+  int v2 = 0, v3 = 0;
   for (std::uint64_t c = threadIdx.x; c < h.chunks; c += Threads) {
     const std::uint64_t entry = format::directory_entry(out, c);
     sum += format::directory_term(c, entry);
-    new_modes |= out[entry] > 1u ? 1 : 0;
+    v2 |= out[entry] > 1u ? 1 : 0;
+    v3 |= out[entry] >= 8u ? 1 : 0;
   }
-  new_modes = __syncthreads_or(new_modes);
-  h.version = format::writer_version(h.codebook, new_modes != 0);
+  v2 = __syncthreads_or(v2);
+  v3 = __syncthreads_or(v3);
+  h.version = format::writer_version(h.codebook, std::uint8_t(v3 ? 8 : v2 ? 2 : 0));
   for (std::uint64_t q = format::header_bytes + format::directory_entry_bytes * h.chunks + threadIdx.x;
        q < format::data_offset(h.chunks); q += Threads)
     out[q] = 0;

@@ -19,7 +19,9 @@
 // AVX-512 kernels (avx512_rans.hpp) share them. Short groups, groups
 // near the end of the stream and chunks whose stream comes close to the stored size go through
 // the reference's own group functions, so the bytes out of the encoder, and the values and
-// statuses out of the decoder, are those of codec_detail (test_host_simd compares them).
+// statuses out of the decoder, are those of codec_detail (test_host_simd compares them). Bodies
+// with zero symbols (at least rans::min_zero_elems elements +0.0 or -0.0: sparse data) are coded
+// and decoded by the reference whole.
 #pragma once
 
 #include <immintrin.h>
@@ -96,13 +98,20 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
 }
 
 // codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (avx2::byte_histogram).
+// The zeros are counted only where the counts of their symbols leave room for enough of them to
+// give the body zero symbols (rans::min_zero_elems).
 template <class E>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                        codec_detail::rans_plan* plan) {
+  using S = rans::split<E>;
   if (shape.elems == 0) return false;
   std::uint32_t counts[rans::symbols];
   avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
-  return codec_detail::finish_rans_plan<E>(counts, shape, plan);
+  const std::uint64_t could_be_zero =
+      counts[S::pos_zero_symbol] + (S::neg_zero_symbol != S::pos_zero_symbol ? counts[S::neg_zero_symbol] : 0u);
+  std::uint64_t n_pos = 0, n_neg = 0;
+  if (could_be_zero >= rans::min_zero_elems) codec_detail::count_zeros<E>(in, m, shape, &n_pos, &n_neg);
+  return codec_detail::finish_rans_plan<E>(counts, n_pos, n_neg, shape, plan);
 }
 
 // Elements of eight lanes from their symbols and rest sections (bytes: 8, words: fp32 8 x u16),
@@ -339,6 +348,8 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  // a body with zero symbols (at least rans::min_zero_elems zeros): the reference codes it
+  if (plan.zero.on) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   Kernel kernel(plan, et);
@@ -391,6 +402,8 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
+  // a body with zero symbols: the reference decodes it
+  if (format::mode_has_zero_symbols(h.mode)) return codec_detail::decode_rans_body<E>(chunk, m, h, body, out);
   const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
   alignas(64) rans::decode_table t;
