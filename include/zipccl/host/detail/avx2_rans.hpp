@@ -20,8 +20,10 @@
 // near the end of the stream and chunks whose stream comes close to the stored size go through
 // the reference's own group functions, so the bytes out of the encoder, and the values and
 // statuses out of the decoder, are those of codec_detail (test_host_simd compares them). Bodies
-// with zero symbols (at least rans::min_zero_elems elements +0.0 or -0.0: sparse data) are coded
-// and decoded by the reference whole.
+// with zero symbols (at least rans::min_zero_elems elements +0.0 or -0.0: sparse data) take the
+// AVX2 kernels encode_zeros_kernel and decode_zeros_kernel, on AVX-512 machines too: the zeros'
+// lanes are found by comparing symbols (decoder) or elements (encoder) with the zero symbols, and
+// the other lanes' rests are packed or spread eight at a time by pshufb from 256-entry tables.
 #pragma once
 
 #include <immintrin.h>
@@ -67,6 +69,35 @@ struct mask_tables {
 
 inline const mask_tables& tables() {
   static const mask_tables t;
+  return t;
+}
+
+// Bodies with zero symbols: per mask of the eight lanes of a register that carry a rest (not
+// zeros), pshufb patterns that move the rests of those lanes (a byte each, fp32 also a u16 word)
+// together in lane order (pack) or spread rests stored together out to those lanes (spread).
+struct rest_tables {
+  alignas(16) std::uint8_t pack_bytes[256][16], pack_words[256][16];
+  alignas(16) std::uint8_t spread_bytes[256][16], spread_words[256][16];
+  rest_tables() {
+    for (unsigned mask = 0; mask < 256; ++mask) {
+      for (unsigned i = 0; i < 16; ++i)
+        pack_bytes[mask][i] = pack_words[mask][i] = spread_bytes[mask][i] = spread_words[mask][i] = 0x80;
+      for (unsigned l = 0, k = 0; l < 8; ++l) {
+        if (!((mask >> l) & 1u)) continue;
+        pack_bytes[mask][k] = static_cast<std::uint8_t>(l);
+        pack_words[mask][2 * k] = static_cast<std::uint8_t>(2 * l);
+        pack_words[mask][2 * k + 1] = static_cast<std::uint8_t>(2 * l + 1);
+        spread_bytes[mask][l] = static_cast<std::uint8_t>(k);
+        spread_words[mask][2 * l] = static_cast<std::uint8_t>(2 * k);
+        spread_words[mask][2 * l + 1] = static_cast<std::uint8_t>(2 * k + 1);
+        ++k;
+      }
+    }
+  }
+};
+
+inline const rest_tables& zero_tables() {
+  static const rest_tables t;
   return t;
 }
 
@@ -117,12 +148,22 @@ inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_deta
 // Elements of eight lanes from their symbols and rest sections (bytes: 8, words: fp32 8 x u16),
 // as 32-bit values (bf16, fp16: the element in the low half).
 template <class E>
+inline __m256i join_regs(__m256i sym, __m128i bytes, __m128i words);
+
+template <class E>
 inline __m256i join_lanes(__m256i sym, const std::uint8_t* bytes, const std::uint8_t* words) {
   std::uint64_t b8;
   std::memcpy(&b8, bytes, 8);
-  const __m256i r = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(b8)));
+  const __m128i w = std::is_same_v<E, fp32> ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(words)) : _mm_setzero_si128();
+  return join_regs<E>(sym, _mm_cvtsi64_si128(static_cast<long long>(b8)), w);
+}
+
+// The same from the eight rest bytes (low half of `bytes`) and, fp32, the eight words.
+template <class E>
+inline __m256i join_regs(__m256i sym, __m128i bytes, __m128i words) {
+  const __m256i r = _mm256_cvtepu8_epi32(bytes);
   if constexpr (std::is_same_v<E, fp32>) {
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(words)));
+    const __m256i w = _mm256_cvtepu16_epi32(words);
     return _mm256_or_si256(
         _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x80)), 24), _mm256_slli_epi32(sym, 23)),
         _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(r, _mm256_set1_epi32(0x7F)), 16), w));
@@ -252,11 +293,15 @@ struct encode_kernel {
   // out + *top (each register's store reaches 16 bytes below the stream's start: the loop leaves
   // room for 64 bytes and more).
   void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out, std::uint64_t* top) {
+    __m256i sym[4];
+    split_group<E>(in, sym, bytes, words);
+    code(sym, out, top);
+  }
+  // Codes the group's symbols (four registers of eight lanes, lane order).
+  void code(const __m256i (&sym)[4], std::uint8_t* out, std::uint64_t* top) {
     const __m256i lo16 = _mm256_set1_epi32(0xFFFF), one = _mm256_set1_epi32(1);
     const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                                0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
-    __m256i sym[4];
-    split_group<E>(in, sym, bytes, words);
     std::uint64_t t = *top;
     for (int k = 3; k >= 0; --k) {
       __m256i fc, rcp;
@@ -300,29 +345,35 @@ struct decode_kernel {
   void store(std::uint32_t* x) const { store_states(X, x); }
   // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
   // words from stream[*next] on (at least 32 are left).
+  // One step of register k: its slot words (symbol, offset, frequency), its states advanced and
+  // refilled from stream[*n] on.
+  __m256i step(int k, const std::uint8_t* stream, std::uint64_t* n) {
+    const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
+    const __m256i fff = _mm256_set1_epi32(0xFFF), one = _mm256_set1_epi32(1);
+    const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
+    const __m256i f = _mm256_add_epi32(_mm256_srli_epi32(e, 20), one);
+    const __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srli_epi32(X[k], rans::prob_bits)),
+                                        _mm256_and_si256(_mm256_srli_epi32(e, 8), fff));
+    const __m256i low = _mm256_cmpeq_epi32(_mm256_srli_epi32(x1, 16), _mm256_setzero_si256());
+    const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(low)));
+    // (no branch on the mask: whether a register takes words is close to a coin toss)
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(stream + 2 * *n)));
+    const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(mt.spread[mask])), shifts);
+    const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
+    X[k] = _mm256_blendv_epi8(x1, fill, low);
+    *n += static_cast<unsigned>(_mm_popcnt_u32(mask));
+    return e;
+  }
   void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream, std::uint64_t* next,
              std::uint8_t* out) {
     constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
     using L = format::chunk_layout<E>;
-    const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
-    const __m256i fff = _mm256_set1_epi32(0xFFF), ff = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1);
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
+    const __m256i ff = _mm256_set1_epi32(0xFF);
     std::uint64_t n = *next;
     __m256i v[4];
     for (int k = 0; k < 4; ++k) {
-      const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
-      const __m256i f = _mm256_add_epi32(_mm256_srli_epi32(e, 20), one);
-      const __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srli_epi32(X[k], rans::prob_bits)),
-                                          _mm256_and_si256(_mm256_srli_epi32(e, 8), fff));
-      const __m256i low = _mm256_cmpeq_epi32(_mm256_srli_epi32(x1, 16), zero);
-      const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(low)));
-      // (no branch on the mask: whether a register takes words is close to a coin toss)
-      const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(stream + 2 * n)));
-      const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(mt.spread[mask])), shifts);
-      const __m256i fill = _mm256_or_si256(_mm256_slli_epi32(x1, 16), _mm256_permutevar8x32_epi32(w, idx));
-      X[k] = _mm256_blendv_epi8(x1, fill, low);
-      n += static_cast<unsigned>(_mm_popcnt_u32(mask));
+      const __m256i e = step(k, stream, &n);
       if constexpr (std::is_same_v<E, fp32>) {
         v[k] = join_lanes<E>(_mm256_and_si256(e, ff), bytes + 8 * k, words + 8 * k * W);
       } else {
@@ -337,6 +388,191 @@ struct decode_kernel {
   }
 };
 
+// Bodies with zero symbols (plan.zero / the header's): the encoder's kernel of a full group. The
+// zeros take the symbols zp and zn; the other lanes' rests are packed together (rest_tables) and
+// stored just below rest index *rest, which moves down past them.
+template <class E>
+struct encode_zeros_kernel : encode_kernel<E> {
+  const rest_tables& rt;
+  __m256i zp, zn, neg0;
+  encode_zeros_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
+      : encode_kernel<E>(plan, t), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))),
+        zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
+        neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint64_t* rest, std::uint8_t* out,
+             std::uint64_t* top) {
+    constexpr unsigned W = rans::split<E>::word_bytes;
+    __m256i v[avx2::group_regs<E>], sym[4], e[4];
+    avx2::load_group<E>(in, v);
+    alignas(32) std::uint8_t all_bytes[32], all_words[64], live_bytes[48], live_words[80];
+    avx2::store_rest<E>(v, all_bytes, all_words);
+    if constexpr (std::is_same_v<E, fp32>) {
+      for (int k = 0; k < 4; ++k) e[k] = v[k];
+    } else {
+      for (int k = 0; k < 2; ++k) {
+        e[2 * k] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(v[k]));
+        e[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v[k], 1));
+      }
+    }
+    unsigned live = 0;
+    for (int k = 0; k < 4; ++k) {
+      const __m256i s = std::is_same_v<E, fp32> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 23), _mm256_set1_epi32(0xFF))
+                        : std::is_same_v<E, bf16> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 7), _mm256_set1_epi32(0xFF))
+                                                  : _mm256_srli_epi32(e[k], 8);
+      const __m256i is_pos = _mm256_cmpeq_epi32(e[k], _mm256_setzero_si256()), is_neg = _mm256_cmpeq_epi32(e[k], neg0);
+      sym[k] = _mm256_blendv_epi8(_mm256_blendv_epi8(s, zp, is_pos), zn, is_neg);
+      const unsigned rests =
+          ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(is_pos, is_neg)))) & 0xFFu;
+      std::uint64_t b8;
+      std::memcpy(&b8, all_bytes + 8 * k, 8);
+      const __m128i pb = _mm_shuffle_epi8(_mm_cvtsi64_si128(static_cast<long long>(b8)),
+                                          _mm_load_si128(reinterpret_cast<const __m128i*>(rt.pack_bytes[rests])));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(live_bytes + live), pb);
+      if constexpr (W != 0) {
+        const __m128i pw = _mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(all_words + 16 * k)),
+                                            _mm_load_si128(reinterpret_cast<const __m128i*>(rt.pack_words[rests])));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(live_words + 2 * live), pw);
+      }
+      live += static_cast<unsigned>(_mm_popcnt_u32(rests));
+    }
+    *rest -= live;
+    std::memcpy(bytes + *rest, live_bytes, live);
+    if constexpr (W != 0) std::memcpy(words + 2 * *rest, live_words, 2 * live);
+    this->code(sym, out, top);
+  }
+};
+
+// The decoder's kernel of a full group of a body with zero symbols: lanes that decode zp or zn are
+// +0.0 or -0.0; the others' rests, stored together from rest index *rest on, are spread out to
+// them (rest_tables). Needs 32 rests left (it reads up to 16 bytes past a register's rests).
+template <class E>
+struct decode_zeros_kernel : decode_kernel<E> {
+  const rest_tables& rt;
+  __m256i zp, zn, neg0;
+  decode_zeros_kernel(const rans::decode_table& table, const rans::zero_symbols& z)
+      : decode_kernel<E>(table), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(z.pos))),
+        zn(_mm256_set1_epi32(static_cast<int>(z.neg))),
+        neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest, const std::uint8_t* stream,
+             std::uint64_t* next, std::uint8_t* out) {
+    std::uint64_t n = *next, j = *rest;
+    __m256i v[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256i sym = _mm256_and_si256(this->step(k, stream, &n), _mm256_set1_epi32(0xFF));
+      const __m256i is_pos = _mm256_cmpeq_epi32(sym, zp), is_neg = _mm256_cmpeq_epi32(sym, zn);
+      const __m256i zeros = _mm256_or_si256(is_pos, is_neg);
+      const unsigned rests = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(zeros))) & 0xFFu;
+      std::uint64_t b8;
+      std::memcpy(&b8, bytes + j, 8);
+      const __m128i rb = _mm_shuffle_epi8(_mm_cvtsi64_si128(static_cast<long long>(b8)),
+                                          _mm_load_si128(reinterpret_cast<const __m128i*>(rt.spread_bytes[rests])));
+      __m128i rw = _mm_setzero_si128();
+      if constexpr (std::is_same_v<E, fp32>)
+        rw = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 2 * j)),
+                              _mm_load_si128(reinterpret_cast<const __m128i*>(rt.spread_words[rests])));
+      j += static_cast<unsigned>(_mm_popcnt_u32(rests));
+      v[k] = _mm256_or_si256(_mm256_andnot_si256(zeros, join_regs<E>(sym, rb, rw)), _mm256_and_si256(is_neg, neg0));
+    }
+    store_group<E>(out, v);
+    *next = n;
+    *rest = j;
+  }
+};
+
+// Encodes one chunk whose plan has zero symbols (codec_detail::encode_rans_chunk's bytes).
+template <class E>
+std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+                                 const codec_detail::body_shape& shape, const codec_detail::rans_plan& plan) {
+  using L = format::chunk_layout<E>;
+  using RL = rans::layout<E>;
+  const std::uint64_t base = shape.base, nsym = plan.nsym;
+  const encode_table et(plan);
+  encode_zeros_kernel<E> kernel(plan, et);
+  rans::divisor div[rans::symbols];  // for the short group only
+  std::uint64_t top = plan.cap;
+  std::uint8_t* words = out + RL::words_offset(base, nsym);
+  std::uint8_t* bytes = out + RL::bytes_offset(plan.rests, base, nsym);
+  alignas(64) std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+  kernel.load(x);
+  std::uint64_t at = plan.rests;  // one past the rests of the group being coded
+  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
+    if (codec_detail::in_zero_group(shape, g)) continue;
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    if (lanes < rans::lanes) {  // the chunk's short last group, coded first
+      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+      kernel.store(x);
+      std::uint64_t t = top, r = at;
+      if (!codec_detail::encode_rans_group_zeros<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words, bytes, &r,
+                                                    out))
+        return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+      top = t;
+      at = r;
+      kernel.load(x);
+      continue;
+    }
+    // as encode_chunk_with: too close to the rest sections, the reference decides the chunk
+    if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+    std::uint64_t t = top, r = at;
+    kernel.group(in + first * L::elem_size, bytes, words, &r, out, &t);
+    top = t;
+    at = r;
+  }
+  kernel.store(x);
+  return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+}
+
+// Decodes the body of a chunk with zero symbols that passed check_chunk (codec_detail::
+// decode_rans_body's values and statuses).
+template <class E>
+status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                         const codec_detail::body_shape& body, std::uint8_t* out) {
+  using L = format::chunk_layout<E>;
+  using RL = rans::layout<E>;
+  const rans::zero_symbols z = codec_detail::header_zero_symbols(h);
+  const std::uint64_t rests = rans::rests_of(body.elems, z), base = body.base, nsym = h.table[0] + 1u;
+  const std::uint64_t n_words = h.escapes;
+  if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
+  alignas(64) rans::decode_table t;
+  rans::read_table(chunk + RL::table_offset(base), &t);
+  decode_zeros_kernel<E> kernel(t, z);
+  alignas(64) std::uint32_t x[rans::lanes];
+  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = format::load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
+  kernel.load(x);
+  const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
+  const std::uint8_t* bytes = chunk + RL::bytes_offset(rests, base, nsym);
+  const std::uint8_t* stream = chunk + RL::stream_offset(rests, base, nsym);
+  std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
+  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+    const std::uint64_t first = g * format::group_elems;
+    const unsigned lanes = format::group_lanes(m, g);
+    if (codec_detail::in_zero_group(body, g)) {
+      std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
+      continue;
+    }
+    // fewer than 32 words or 32 rests left (or a short group): the reference's steps, which check
+    // every word and rest
+    std::uint64_t n = next, r = j;
+    if (lanes < rans::lanes || n_words - next < rans::lanes || rests - j < rans::lanes) {
+      kernel.store(x);
+      if (!codec_detail::decode_rans_group_zeros<E>(t, z, lanes, x, words, bytes, &r, rests, stream, n_words, &n,
+                                                    out + first * L::elem_size))
+        return status::corrupt;
+      kernel.load(x);
+    } else {
+      kernel.group(bytes, words, &r, stream, &n, out + first * L::elem_size);
+    }
+    next = n;
+    j = r;
+  }
+  if (j != rests || next != n_words) return status::corrupt;
+  kernel.store(x);
+  for (unsigned l = 0; l < rans::lanes; ++l)
+    if (x[l] != rans::state_low) return status::corrupt;
+  return status::success;
+}
+
 // Encodes one chunk (codec_detail::encode_rans_chunk's bytes), full groups by Kernel
 // (encode_kernel here, avx512::rans_simd::encode_kernel on AVX-512).
 template <class E, class Kernel>
@@ -348,8 +584,8 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
-  // a body with zero symbols (at least rans::min_zero_elems zeros): the reference codes it
-  if (plan.zero.on) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
+  // a body with zero symbols (at least rans::min_zero_elems zeros): the AVX2 zero-symbol kernel
+  if (plan.zero.on) return encode_zeros_chunk<E>(in, m, checksum, out, shape, plan);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   Kernel kernel(plan, et);
@@ -402,8 +638,8 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
-  // a body with zero symbols: the reference decodes it
-  if (format::mode_has_zero_symbols(h.mode)) return codec_detail::decode_rans_body<E>(chunk, m, h, body, out);
+  // a body with zero symbols: the AVX2 zero-symbol kernel
+  if (format::mode_has_zero_symbols(h.mode)) return decode_zeros_body<E>(chunk, m, h, body, out);
   const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
   if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
   alignas(64) rans::decode_table t;
