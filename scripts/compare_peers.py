@@ -5,8 +5,9 @@
     python3 scripts/compare_peers.py [--zipccl build/bin/zipccl] [--data ../shared/data] [--reps 3] [--rounds 1]
 
 Sets: every dtype of ../shared/data, all kinds together and each kind (the tensors of a set
-concatenated into one buffer), Gaussian bf16 (4 Mi elements, sigma 0.02), and row-sparse bf16
-gradients (4096 x 128, 70 / 80 / 95% of the rows exactly zero). Every codec gets the same bytes.
+concatenated into one buffer), Gaussian bf16 (4 Mi elements, sigma 0.02), row-sparse bf16
+gradients (4096 x 128, 70 / 80 / 95% of the rows exactly zero), and element-sparse bf16
+gradients (4 Mi elements, 50 / 90% of them zero, +0 or -0 as the masked value's sign says). Every codec gets the same bytes.
 zipccl runs through its command-line tool (`--threads 1 --repeat REPS`; the time is its own
 `seconds`, the fastest codec call, without file I/O or allocation); ZipNN through its Python API (threads=1; its compress overwrites
 its input buffer, so each repetition gets a fresh copy, made outside the timed region); zstd
@@ -118,6 +119,12 @@ def synthetic_sets():
         g = rng.normal(0, 1e-3, (4096, 128)).astype(np.float32)
         g[rng.random(4096) < frac] = 0
         sets.append(("bf16", f"row-sparse gradient, {int(frac * 100)}% zero rows", to_bf16(g).tobytes()))
+    for frac in (0.5, 0.9):
+        # a gradient through a ReLU or a top-k mask: the masked elements are +0 or, where the
+        # gradient was negative, -0 (a negative value times a zero)
+        g = rng.normal(0, 1e-3, 4 << 20).astype(np.float32)
+        g *= (rng.random(g.size) >= frac).astype(np.float32)
+        sets.append(("bf16", f"element-sparse gradient, {int(frac * 100)}% zeros (+0 and -0)", to_bf16(g).tobytes()))
     return sets
 
 

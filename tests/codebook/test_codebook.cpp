@@ -83,6 +83,29 @@ TEST_CASE("analytic select uses floor division and clamps into the field", "[cod
   CHECK_FALSE(codebook::analytic_gaussian::counts<fp16>(31));
 }
 
+TEST_CASE("analytic select gives zeros a code when they are more than 1/32 of the counted values",
+          "[codebook][host][zero]") {
+  // 1000 counted values of mean 127 (window 123..129) in bodies of 1031 and 1032 elements
+  auto t = codebook::analytic_gaussian::select<bf16>(127 * 1000, 1000, 1031);
+  CHECK(t.exponent[0] == 123);
+  CHECK(t.exponent[6] == 129);
+  t = codebook::analytic_gaussian::select<bf16>(127 * 1000, 1000, 1032);
+  const std::uint8_t want[7] = {0, 123, 124, 125, 126, 127, 128};  // the top entry gives way to field 0
+  for (unsigned i = 0; i < 7; ++i) CHECK(t.exponent[i] == want[i]);
+  t = codebook::analytic_gaussian::select<fp32>(127 * 10, 10, 1000);
+  CHECK(t.exponent[0] == 0);
+  CHECK(t.exponent[1] == 123);
+  // a window that already starts at 0 stays; nothing counted: the window at 0
+  t = codebook::analytic_gaussian::select<bf16>(3 * 10, 10, 1000);
+  for (unsigned i = 0; i < 7; ++i) CHECK(t.exponent[i] == i);
+  t = codebook::analytic_gaussian::select<bf16>(0, 0, 1000);
+  CHECK(t.exponent[0] == 0);
+  CHECK(t.exponent[6] == 6);
+  // fp16 counts its zero fields in the mean: no change there
+  t = codebook::analytic_gaussian::select<fp16>(15 * 10, 10, 1000);
+  CHECK(t.exponent[0] == codebook::analytic_gaussian::select<fp16>(15 * 10, 10).exponent[0]);
+}
+
 TEST_CASE("histogram picks the exact seven most frequent exponents", "[codebook][host]") {
   std::uint32_t counts[256] = {};
   const unsigned top[7] = {3, 200, 120, 121, 7, 255, 9};

@@ -17,6 +17,11 @@
 // left out: there they are nearly always exact zeros (ReLU outputs, padding), whose field value 0
 // says nothing about the scale. For fp16 they are kept: its subnormal range starts at 6e-5 and
 // holds real data.
+//
+// Zeros. Where the values left out of the mean (bf16, fp32: zero fields, and infinities and NaNs)
+// are more than 1/32 of those counted, field 0 takes the place of the window's top entry: the
+// top binade holds about 1.5% of a Gaussian's values, so zeros that frequent (element-sparse
+// gradients, ReLU outputs) would otherwise be escapes, a byte each on top of their 3-bit code.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +53,20 @@ struct analytic_gaussian : policy_tag {
     std::int64_t lo = num / den;
     if (num % den != 0 && num < 0) --lo;  // floor, not truncation
     return window_table<E>(lo);
+  }
+  // The same for a body of `body` elements, of which `count` entered the mean (the rest: bf16 and
+  // fp32 zero fields, infinities, NaNs): with more than count / 32 of those, field 0 replaces the
+  // window's top entry (code 1 is field 0, codes 2..7 the window's lower six).
+  template <class E>
+  ZIPCCL_HOST_DEVICE static table select(std::uint64_t sum, std::uint64_t count, std::uint64_t body) {
+    table t = select<E>(sum, count);
+    if constexpr (!std::is_same_v<E, fp16>) {
+      if (body > count && (body - count) * 32 > count && t.exponent[0] != 0) {
+        for (unsigned i = format::table_size - 1; i > 0; --i) t.exponent[i] = t.exponent[i - 1];
+        t.exponent[0] = 0;
+      }
+    }
+    return t;
   }
 };
 

@@ -169,7 +169,7 @@ ZIPCCL_HOST_DEVICE codebook::table choose_table(const Policy& policy, const std:
         ++count;
       }
     }
-    return Policy::template select<E>(sum, count);
+    return Policy::template select<E>(sum, count, shape.elems);
   } else if constexpr (Policy::stat == codebook::statistic::histogram) {
     std::uint32_t counts[E::exponent_count] = {};
     for (std::uint64_t i = 0; i < m; ++i)

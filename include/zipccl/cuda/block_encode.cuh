@@ -261,7 +261,7 @@ class block_encode {
         }
       }
       const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(packed);
-      if (t == 0) store_table(Policy::template select<E>(total >> 25, total & ((1u << 25) - 1)));
+      if (t == 0) store_table(Policy::template select<E>(total >> 25, total & ((1u << 25) - 1), body_elems_));
     } else if constexpr (uses_histogram) {
       for (unsigned e = t; e < E::exponent_count; e += Threads) s_.hist[e] = 0;
       __syncthreads();

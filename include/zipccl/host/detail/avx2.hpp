@@ -344,7 +344,7 @@ codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::
     static_assert(std::is_same_v<Policy, codebook::analytic_gaussian>, "avx2::choose_table: unknown mean statistic");
     std::uint64_t sum = 0, count = 0;
     exponent_sum<E>(in, m, shape, &sum, &count);
-    return Policy::template select<E>(sum, count);
+    return Policy::template select<E>(sum, count, shape.elems);
   } else if constexpr (Policy::stat == codebook::statistic::histogram) {
     static_assert(std::is_same_v<Policy, codebook::histogram>, "avx2::choose_table: unknown histogram policy");
     return histogram_table<E>(in, m, shape);

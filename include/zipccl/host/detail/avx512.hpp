@@ -300,7 +300,7 @@ codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::
   if constexpr (Policy::stat == codebook::statistic::exponent_mean) {
     std::uint64_t sum = 0, count = 0;
     exponent_sum<E>(in, m, &sum, &count);
-    return Policy::template select<E>(sum, count);
+    return Policy::template select<E>(sum, count, m);
   } else if constexpr (Policy::stat == codebook::statistic::histogram) {
     static_assert(std::is_same_v<Policy, codebook::histogram>,
                   "the AVX-512 path knows the histogram policy's selection rule only");
