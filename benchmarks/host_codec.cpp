@@ -66,6 +66,23 @@ const dataset& row_sparse(int percent) {
   return cache.emplace(percent, std::move(r)).first->second;
 }
 
+// An element-sparse gradient (testing::make_element_sparse): 8 Mi elements, `percent` of them
+// exactly zero, half of those -0.0, as a gradient through a ReLU or a top-k mask is (rANS: zero
+// symbols).
+template <class E>
+const dataset& element_sparse(int percent) {
+  static std::map<int, dataset> cache;
+  auto it = cache.find(percent);
+  if (it != cache.end()) return it->second;
+  dataset r;
+  const auto v = testing::make_element_sparse<E>(8u << 20, percent / 100.0, 0.5, 1e-3, 6);
+  r.bytes.resize(v.size() * sizeof(v[0]));
+  std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
+  r.pieces = {v.size()};
+  r.stats = host::analyze<E>(r.bytes.data(), v.size());
+  return cache.emplace(percent, std::move(r)).first->second;
+}
+
 // All shared tensors of one kind (weight, gradient, adam_m, activation), each its own stream.
 template <class E>
 const dataset& shared(const std::string& kind) {
@@ -309,6 +326,7 @@ int main(int argc, char** argv) {
   register_for<fp16>("gaussian", gaussian<fp16>());
   register_for<fp32>("gaussian", gaussian<fp32>());
   for (int percent : {70, 80, 95}) register_for<bf16>("sparse" + std::to_string(percent), row_sparse<bf16>(percent));
+  for (int percent : {50, 90}) register_for<bf16>("zeros" + std::to_string(percent), element_sparse<bf16>(percent));
   for (const char* kind : {"weight", "gradient", "adam_m", "activation"}) {
     register_for<bf16>(kind, shared<bf16>(kind));
     register_for<fp16>(kind, shared<fp16>(kind));

@@ -265,6 +265,39 @@ void exponent_sum(const std::uint8_t* in, std::uint64_t m, const codec_detail::b
   *count = n;
 }
 
+// The body's numbers of +0.0 and -0.0 elements (codec_detail::count_zeros), a group at a time.
+template <class E>
+void count_zeros(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint64_t* n_pos,
+                 std::uint64_t* n_neg) {
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  constexpr bits_type neg0 = static_cast<bits_type>(bits_type(1) << (E::total_bits - 1));
+  std::uint64_t p = 0, q = 0;
+  for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
+    if (lanes < format::group_elems) {
+      for (unsigned i = 0; i < lanes; ++i) {
+        const bits_type v = format::load_le<bits_type>(in + (first + i) * L::elem_size);
+        p += v == 0;
+        q += v == neg0;
+      }
+      return;
+    }
+    __m256i v[group_regs<E>];
+    load_group<E>(in + first * L::elem_size, v);
+    for (int k = 0; k < group_regs<E>; ++k) {
+      // (16-bit lanes: two mask bits per element)
+      const __m256i z = std::is_same_v<E, fp32> ? _mm256_cmpeq_epi32(v[k], _mm256_setzero_si256())
+                                                : _mm256_cmpeq_epi16(v[k], _mm256_setzero_si256());
+      const __m256i n = std::is_same_v<E, fp32> ? _mm256_cmpeq_epi32(v[k], _mm256_set1_epi32(static_cast<int>(neg0)))
+                                                : _mm256_cmpeq_epi16(v[k], _mm256_set1_epi16(static_cast<short>(neg0)));
+      p += static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(z)))) / sizeof(bits_type);
+      q += static_cast<unsigned>(_mm_popcnt_u32(static_cast<std::uint32_t>(_mm256_movemask_epi8(n)))) / sizeof(bits_type);
+    }
+  });
+  *n_pos = p;
+  *n_neg = q;
+}
+
 // The body's histogram of exponent fields (Exponents) or of rANS symbols (the high bytes:
 // codec/rans.hpp), the first `n` entries into counts: eight partial tables fed from 64-bit words of
 // the groups' bytes, so that a run of equal values does not wait on one counter.

@@ -141,7 +141,7 @@ inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_deta
   const std::uint64_t could_be_zero =
       counts[S::pos_zero_symbol] + (S::neg_zero_symbol != S::pos_zero_symbol ? counts[S::neg_zero_symbol] : 0u);
   std::uint64_t n_pos = 0, n_neg = 0;
-  if (could_be_zero >= rans::min_zero_elems) codec_detail::count_zeros<E>(in, m, shape, &n_pos, &n_neg);
+  if (could_be_zero >= rans::min_zero_elems) avx2::count_zeros<E>(in, m, shape, &n_pos, &n_neg);
   return codec_detail::finish_rans_plan<E>(counts, n_pos, n_neg, shape, plan);
 }
 
