@@ -98,6 +98,36 @@ TEST_CASE("the entropy wire: zero masks travel in the fixed section, a damaged m
   }
 }
 
+TEST_CASE("the entropy wire: chunks with zero symbols, and large chunks of zeros of either sign",
+          "[collective][wire][host][zero]") {
+  using C = codec<bf16, codebook::entropy>;
+  using W = wire<C>;
+  const std::uint16_t neg0 = codec_detail::rans::split<bf16>::negative_zero;
+  // element-sparse data (zero symbols) at the default chunk size, and 2^17-element chunks of
+  // -0.0 (no mask) and of -0.0 with a few values: no chunk may be smaller than its fixed part
+  for (std::uint64_t chunk : {std::uint64_t{65536}, std::uint64_t{1} << 17})
+    for (int variant = 0; variant < 3; ++variant) {
+      const std::uint64_t count = 2 * chunk + 300;
+      std::vector<std::uint16_t> in = testing::make_element_sparse<bf16>(count, 0.6, 0.5, 1e-3, 78);
+      if (variant > 0) std::fill(in.begin(), in.end(), neg0);
+      if (variant == 2)
+        for (std::uint64_t i = 0; i < count; i += 997) in[i] = 0x3F80;
+      INFO("chunk " << chunk << " variant " << variant);
+      std::vector<std::uint8_t> fixed(W::fixed_bytes(count, chunk) + W::spill_bytes(chunk));
+      std::vector<std::uint8_t> tail(W::max_bytes(count, chunk)), scratch(W::scratch_bytes(chunk));
+      const std::uint64_t tb = W::encode({}, in.data(), count, chunk, true, fixed.data(), tail.data());
+      REQUIRE(tb <= W::max_bytes(count, chunk) - W::fixed_bytes(count, chunk));
+      if (variant == 0) CHECK((fixed[0] & 8u) != 0);  // zero symbols
+      std::uint64_t announced = 0;
+      REQUIRE(W::tail_bytes(fixed.data(), count, chunk, &announced) == status::success);
+      REQUIRE(announced == tb);
+      std::vector<std::uint16_t> out(count, 1);
+      REQUIRE(W::decode_into(fixed.data(), tail.data(), tb, count, chunk, true, out.data(), scratch.data()) ==
+              status::success);
+      REQUIRE(out == in);
+    }
+}
+
 TEST_CASE("the fixed section's size depends on the count only", "[collective][wire][host]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
   using W = wire<C>;

@@ -127,6 +127,49 @@ TEMPLATE_LIST_TEST_CASE("random corruptions: an error, or a well-formed result f
   }
 }
 
+TEMPLATE_TEST_CASE("zero-symbol header rules, checked on the header alone", "[host][corruption][zero]", bf16, fp16,
+                   fp32) {
+  using E = TestType;
+  // a header whose span is computed from its own fields (chunk_span_of): only the rules can reject it
+  auto header = [](std::uint32_t count, std::uint8_t zp, std::uint8_t zn) {
+    format::chunk_header h;
+    h.mode = format::chunk_mode::rans_zeros;
+    h.table[0] = 0;  // one symbol
+    h.table[1] = zp;
+    h.table[2] = zn;
+    for (unsigned i = 0; i < 4; ++i) h.table[3 + i] = static_cast<std::uint8_t>(count >> (8 * i));
+    return h;
+  };
+  const std::uint64_t m = 4096;
+  CHECK(codec_detail::chunk_span_of<E>(header(m, 0, 1), m) != 0);  // all zeros: 192 bytes
+  CHECK(codec_detail::chunk_span_of<E>(header(m, 0, 1), m) == 192);
+  CHECK(codec_detail::chunk_span_of<E>(header(m - 5, 0, 1), m) != 0);
+  for (std::uint32_t d = 1; d < 80; ++d) {
+    INFO("count m + " << d);
+    CHECK(codec_detail::chunk_span_of<E>(header(static_cast<std::uint32_t>(m) + d, 0, 1), m) == 0);
+  }
+  CHECK(codec_detail::chunk_span_of<E>(header(0, 0, 1), m) == 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(100, 3, 3), m) == 0);
+  // mode 4 with any zero-symbol byte set
+  auto plain = header(0, 0, 0);
+  plain.mode = format::chunk_mode::rans;
+  CHECK(codec_detail::chunk_span_of<E>(plain, m) != 0);
+  for (unsigned i = 1; i < format::table_size; ++i) {
+    auto b = plain;
+    b.table[i] = 1;
+    CHECK(codec_detail::chunk_span_of<E>(b, m) == 0);
+  }
+  // in a chunk of 2^17 elements a chunk with zero symbols must keep min_zero_rests rests, so that
+  // it is never smaller than its header and a mask's room
+  const std::uint64_t big = 1u << 17;
+  const std::uint64_t keep = codec_detail::rans::min_zero_rests<E>(big, format::chunk_header_bytes);
+  REQUIRE(keep > 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(static_cast<std::uint32_t>(big), 0, 1), big) == 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(static_cast<std::uint32_t>(big - keep + 1), 0, 1), big) == 0);
+  const std::uint64_t span = codec_detail::chunk_span_of<E>(header(static_cast<std::uint32_t>(big - keep), 0, 1), big);
+  CHECK(span >= format::body_offset(big, true));
+}
+
 TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host][corruption]",
                         testing::host_codecs) {
   const bool sparse = GENERATE(false, true);

@@ -246,18 +246,32 @@ TEMPLATE_TEST_CASE("zero symbols: +0.0 and -0.0 cost no rest bytes in rANS chunk
       if (zero_frac == 0.9 && negative == 0.5) CHECK(double(v.size() * sizeof(T)) / double(s.size()) >= 5.0);
     }
 
-  // the rule: from rans::min_zero_elems zeros in a body on, and only then
+  // the rule: from rans::min_zero_elems zeros (and 1/64 of the body) on, and only then
   host::compress_options opt;
   opt.chunk_elems = 2048;
   auto d = testing::make_tensor<E>(2048, 0.02, testing::distribution::gaussian, 62);
   REQUIRE(std::count(d.begin(), d.end(), T(0)) == 0);
   for (std::uint64_t zeros : {codec_detail::rans::min_zero_elems - 1, codec_detail::rans::min_zero_elems}) {
     auto x = d;
-    for (std::uint64_t i = 0; i < zeros; ++i) x[7 + 61 * i] = i % 2 ? neg0 : T(0);  // never a whole group
+    for (std::uint64_t i = 0; i < zeros; ++i) x[7 + 31 * i] = i % 2 ? neg0 : T(0);  // never a whole group
     const auto s = host::compress<C>(x.data(), x.size(), opt);
     INFO("zeros " << zeros);
     CHECK(testing::zero_symbol_chunks(s) == (zeros >= codec_detail::rans::min_zero_elems ? 1u : 0u));
     CHECK(format::load_le<std::uint16_t>(s.data() + 4) == (zeros >= codec_detail::rans::min_zero_elems ? 3 : 2));
+    std::vector<T> back(x.size());
+    REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
+    REQUIRE(back == x);
+  }
+
+  // and the share: at least 1/64 of a 65,536-element body
+  auto big = testing::make_tensor<E>(65536, 0.02, testing::distribution::gaussian, 66);
+  REQUIRE(std::count(big.begin(), big.end(), T(0)) == 0);
+  for (std::uint64_t zeros : {1023u, 1024u}) {
+    auto x = big;
+    for (std::uint64_t i = 0; i < zeros; ++i) x[5 + 61 * i] = i % 3 ? T(0) : neg0;
+    const auto s = host::compress<C>(x.data(), x.size());
+    INFO("zeros " << zeros << " of 65536");
+    CHECK(testing::zero_symbol_chunks(s) == (zeros >= 1024 ? 1u : 0u));
     std::vector<T> back(x.size());
     REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);
     REQUIRE(back == x);
@@ -273,8 +287,8 @@ TEMPLATE_TEST_CASE("zero symbols: +0.0 and -0.0 cost no rest bytes in rANS chunk
       if (sym == 77 || (free_values == 2 && sym == 200)) continue;
       x.push_back(static_cast<T>((T(sym) << shift) | T(1)));  // never a zero
     }
-    while (x.size() < 2008) x.push_back(static_cast<T>((T(120) << shift) | T(x.size() % 64 + 1)));  // so rANS pays
-    for (int k = 0; k < 40; ++k) x.push_back(k % 3 ? T(0) : neg0);
+    while (x.size() < 1968) x.push_back(static_cast<T>((T(120) << shift) | T(x.size() % 64 + 1)));  // so rANS pays
+    for (int k = 0; k < 80; ++k) x.push_back(k % 3 ? T(0) : neg0);
     const auto s = host::compress<C>(x.data(), x.size(), opt);
     INFO("free symbol values " << free_values);
     CHECK(testing::chunk_modes(s)[4] == 1);
@@ -283,7 +297,7 @@ TEMPLATE_TEST_CASE("zero symbols: +0.0 and -0.0 cost no rest bytes in rANS chunk
       const auto h = format::read_chunk_header(s.data() + format::directory_entry(s.data(), 0));
       CHECK(h.table[1] == 77);
       CHECK(h.table[2] == 200);
-      CHECK(format::load_le<std::uint32_t>(h.table + 3) == 40);
+      CHECK(format::load_le<std::uint32_t>(h.table + 3) == 80);
     }
     std::vector<T> back(x.size());
     REQUIRE(host::decompress(s.data(), s.size(), back.data(), back.size() * sizeof(T)) == status::success);

@@ -300,14 +300,14 @@ struct rans_plan {
 };
 
 // The plan from the symbol counts of all the body's elements and its numbers of +0.0 and -0.0
-// elements (rans::choose_zero_symbols may change counts). False when even an empty stream would
+// elements, for a chunk of m elements (rans::choose_zero_symbols may change counts). False when even an empty stream would
 // not beat a stored body.
 template <class E>
-ZIPCCL_HOST_DEVICE bool finish_rans_plan(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg,
+ZIPCCL_HOST_DEVICE bool finish_rans_plan(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg, std::uint64_t m,
                                          const body_shape& shape, rans_plan* plan) {
   using L = format::chunk_layout<E>;
   const std::uint64_t b = shape.elems, base = shape.base;
-  plan->zero = rans::choose_zero_symbols<E>(counts, n_pos, n_neg);
+  plan->zero = rans::choose_zero_symbols<E>(counts, b, n_pos, n_neg, rans::min_zero_rests<E>(m, base));
   plan->rests = rans::rests_of(b, plan->zero);
   rans::normalize(counts, b, plan->freq);
   plan->nsym = 0;
@@ -347,27 +347,7 @@ ZIPCCL_HOST_DEVICE bool plan_rans_chunk(const std::uint8_t* in, std::uint64_t m,
     }
   }
   for (unsigned k = 0; k < rans::symbols; ++k) counts[k] = part[0][k] + part[1][k] + part[2][k] + part[3][k];
-  return finish_rans_plan<E>(counts, n_pos, n_neg, shape, plan);
-}
-
-// The body's numbers of +0.0 and -0.0 elements (for encoders that count symbols otherwise).
-template <class E>
-ZIPCCL_HOST_DEVICE void count_zeros(const std::uint8_t* in, std::uint64_t m, const body_shape& shape, std::uint64_t* n_pos,
-                                    std::uint64_t* n_neg) {
-  using bits_type = typename E::bits_type;
-  std::uint64_t p = 0, q = 0;
-  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-    if (in_zero_group(shape, g)) continue;
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    for (std::uint64_t i = 0; i < lanes; ++i) {
-      const bits_type v = load_le<bits_type>(in + (first + i) * sizeof(bits_type));
-      p += v == 0;
-      q += v == rans::split<E>::negative_zero;
-    }
-  }
-  *n_pos = p;
-  *n_neg = q;
+  return finish_rans_plan<E>(counts, n_pos, n_neg, m, shape, plan);
 }
 
 // Finishes a rANS chunk whose encoder left the final states in x and its stream words in
@@ -534,12 +514,16 @@ ZIPCCL_HOST_DEVICE rans::zero_symbols header_zero_symbols(const format::chunk_he
   return rans::header_zero_symbols(r.table, format::mode_has_zero_symbols(r.mode));
 }
 
-// The rules of a rANS chunk header's table bytes for a body of `elems` elements: byte 0 is the
-// symbol count less one (any value); with zero symbols, bytes 1 and 2 differ and the zero count is
-// 1..elems; without, bytes 1..6 are zero.
-ZIPCCL_HOST_DEVICE bool rans_header_ok(const format::chunk_header& r, std::uint64_t elems) {
+// The rules of a rANS chunk header's table bytes for a body of `elems` elements at `base` in a
+// chunk of m: byte 0 is the symbol count less one (any value); with zero symbols, bytes 1 and 2
+// differ, the zero count is 1..elems and leaves at least rans::min_zero_rests rests; without,
+// bytes 1..6 are zero.
+template <class E>
+ZIPCCL_HOST_DEVICE bool rans_header_ok(const format::chunk_header& r, std::uint64_t elems, std::uint64_t m,
+                                       std::uint64_t base) {
   const rans::zero_symbols z = header_zero_symbols(r);
-  if (z.on) return z.pos != z.neg && z.count != 0 && z.count <= elems;
+  if (z.on)
+    return z.pos != z.neg && z.count != 0 && z.count <= elems && elems - z.count >= rans::min_zero_rests<E>(m, base);
   for (unsigned i = 1; i < format::table_size; ++i)
     if (r.table[i] != 0) return false;
   return true;
@@ -565,7 +549,7 @@ ZIPCCL_HOST_DEVICE status check_chunk_header(const format::chunk_header& r, std:
   } else if (format::mode_is_rans(r.mode)) {
     // table: rans_header_ok; escapes: the stream's words (at most one per element); strictly
     // smaller than the stored body
-    if (!rans_header_ok(r, elems)) return status::corrupt;
+    if (!rans_header_ok<E>(r, elems, m, base)) return status::corrupt;
     if (r.escapes > elems) return status::corrupt;
     const std::uint64_t rests = rans::rests_of(elems, header_zero_symbols(r));
     if (span != rans::layout<E>::chunk_bytes(rests, base, r.table[0] + 1u, r.escapes)) return status::corrupt;
@@ -595,7 +579,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t chunk_span_of(const format::chunk_header& h, st
   if (format::mode_is_stored(h.mode)) {
     span = L::stored_bytes(elems, base);
   } else if (format::mode_is_rans(h.mode)) {
-    if (h.escapes > elems || !rans_header_ok(h, elems)) return 0;
+    if (h.escapes > elems || !rans_header_ok<E>(h, elems, m, base)) return 0;
     span = rans::layout<E>::chunk_bytes(rans::rests_of(elems, header_zero_symbols(h)), base, h.table[0] + 1u, h.escapes);
   } else {
     const std::int64_t budget = L::escape_budget(elems, base);

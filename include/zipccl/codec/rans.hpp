@@ -8,8 +8,8 @@
 //                                                   and the sign in bit 7
 // Body of b elements at `base`:
 //   table: 32-byte symbol bitmap, then a u16 frequency per symbol present, ascending (each
-//   1..4096, sum 4096), zeros to 16 bytes | states: 32 x u32 | words (fp32: b x u16) | bytes (b) |
-//   stream: W x u16
+//   1..4096, sum 4096), zeros to 16 bytes | states: 32 x u32 | words (fp32: r x u16) | bytes (r) |
+//   stream: W x u16, for r rests (b, or b - z with zero symbols, below)
 // The table and states come first so that the chunk check covers them even without the checksum
 // flag (as it covers a 3-bit chunk's table in its header).
 // Element i of the body belongs to lane i % 32. A decoder starts lane l at states[l] and walks the
@@ -19,8 +19,8 @@
 // At most one word per element is read, so lanes that renormalise in the same step of 32 take
 // consecutive words in lane order, which a vector unit or a warp does in one step.
 //
-// Zero symbols (modes 12 and 14, stream version 3): when a body holds at least min_zero_elems
-// elements that are +0.0 or -0.0, the encoder codes them as two symbols of their own, `zp` (+0)
+// Zero symbols (modes 12 and 14, stream version 3): when enough of a body's elements are +0.0 or
+// -0.0 (zeros_pay), the encoder codes them as two symbols of their own, `zp` (+0)
 // and `zn` (-0): the two smallest symbol values that no other element of the body has. They have
 // no rest: the rest sections hold the other elements' rests only, in element order. The header's
 // table bytes 1 and 2 name zp and zn, bytes 3..6 hold the zero count z (u32), and the sections
@@ -58,17 +58,41 @@ struct zero_symbols {
   std::uint64_t count = 0;         // elements that are +0.0 or -0.0
 };
 
-// A body uses zero symbols from this many zeros on (when two symbol values are free): each zero
-// saves its rest (a byte; fp32: three), which pays for the two table entries at most 16 bytes
-// need and for the sign a zero's symbol now carries.
-inline constexpr std::uint64_t min_zero_elems = 32;
+// A body of b elements uses zero symbols when at least min_zero_elems of them, and at least
+// b / zero_share_den, are zeros (and two symbol values are free). A zero then costs at most
+// log2(64) + 1 bits of symbol against the 8 bits (fp32: 24) of rest it no longer carries, and at
+// least 64 of them pay for the two table entries (up to 16 bytes) and the padding. With fewer, the
+// zeros' own symbols (fp16: 0x00 and 0x80, shared with the subnormals) can cost less than the
+// rare zero symbols: two fp16 Adam chunks of ../shared/data with 41-43 zeros among 9,000
+// subnormals came out 16 bytes larger with zero symbols.
+inline constexpr std::uint64_t min_zero_elems = 64;
+inline constexpr std::uint64_t zero_share_den = 64;
+
+// Whether z zeros in a body of b elements are enough for zero symbols (before the free values).
+ZIPCCL_HOST_DEVICE constexpr bool zeros_pay(std::uint64_t z, std::uint64_t b) {
+  return z >= min_zero_elems && z * zero_share_den >= b;
+}
+
+// The fewest rests a body with zero symbols keeps in a chunk of m elements whose body starts at
+// `base`, so that the chunk never comes out smaller than a chunk header and the room of a zero
+// mask (16 + zero_mask_bytes(m)), the part of every chunk that the collectives' wire sends in its
+// fixed section. Zero only past 90,112-element chunks without a mask (a chunk with zero symbols
+// is at least its header, a 48-byte table and the states: 192 bytes).
+template <class E>
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_zero_rests(std::uint64_t m, std::uint64_t base) {
+  const std::uint64_t need = format::body_offset(m, true), have = base + 48 + 128;
+  const std::uint64_t per = 1 + (sizeof(typename E::bits_type) == 4 ? 2 : 0);
+  return have >= need ? 0 : (need - have + per - 1) / per;
+}
 
 // The rule every encoder follows: from the symbol counts of all b elements of a body and its
 // numbers of +0.0 and -0.0 elements, the zero symbols, and the counts the table is normalised
-// from (the zeros moved from their own symbols to zp and zn). With fewer than min_zero_elems zeros,
-// or fewer than two symbol values unused by the other elements, none, and counts unchanged.
+// from (the zeros moved from their own symbols to zp and zn). Without zeros_pay, or with fewer than
+// two symbol values unused by the other elements, none, and counts unchanged.
+// min_rests: min_zero_rests of the chunk (fewer rests: none).
 template <class E>
-ZIPCCL_HOST_DEVICE zero_symbols choose_zero_symbols(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg);
+ZIPCCL_HOST_DEVICE zero_symbols choose_zero_symbols(std::uint32_t* counts, std::uint64_t b, std::uint64_t n_pos,
+                                                    std::uint64_t n_neg, std::uint64_t min_rests);
 
 // The split of an element into symbol and rest, per type.
 template <class E>
@@ -253,10 +277,11 @@ ZIPCCL_HOST_DEVICE void write_table(const std::uint32_t* freq, std::uint64_t nsy
 }
 
 template <class E>
-ZIPCCL_HOST_DEVICE zero_symbols choose_zero_symbols(std::uint32_t* counts, std::uint64_t n_pos, std::uint64_t n_neg) {
+ZIPCCL_HOST_DEVICE zero_symbols choose_zero_symbols(std::uint32_t* counts, std::uint64_t b, std::uint64_t n_pos,
+                                                    std::uint64_t n_neg, std::uint64_t min_rests) {
   using S = split<E>;
   zero_symbols z;
-  if (n_pos + n_neg < min_zero_elems) return z;
+  if (!zeros_pay(n_pos + n_neg, b) || b - (n_pos + n_neg) < min_rests) return z;
   counts[S::pos_zero_symbol] -= static_cast<std::uint32_t>(n_pos);
   counts[S::neg_zero_symbol] -= static_cast<std::uint32_t>(n_neg);
   unsigned found = 0;

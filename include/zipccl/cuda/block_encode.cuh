@@ -378,7 +378,8 @@ class block_encode {
       std::uint64_t nsym = 0;
       s_.rans.zero = rans::zero_symbols{};
       if (body_elems_ != 0) {
-        s_.rans.zero = rans::choose_zero_symbols<E>(s_.rans.count, s_.rans.zeros[0], s_.rans.zeros[1]);
+        s_.rans.zero = rans::choose_zero_symbols<E>(s_.rans.count, body_elems_, s_.rans.zeros[0], s_.rans.zeros[1],
+                                                    rans::min_zero_rests<E>(m, base_));
         rans::normalize(s_.rans.count, body_elems_, s_.rans.freq);
         for (unsigned k = 0, c = 0; k < rans::symbols; c += s_.rans.freq[k], ++k) {
           s_.rans.cum[k] = c;

@@ -175,49 +175,39 @@ struct chunk_layout {
   }
 };
 
-// The smallest rANS chunk with zero symbols (stream version 3): its header, a table of one symbol
-// (32 bitmap bytes and one frequency, padded to 48) and the 32 states; every element a zero of
-// one sign, so no rest and no stream word.
-inline constexpr std::uint64_t min_zero_symbol_chunk_bytes = chunk_header_bytes + 48 + 128;
-
 // The fewest bytes a chunk of m elements of type E can occupy: coded with no escape, or stored,
 // whichever is smaller (a chunk's span is exact in either mode); with zero masks (stream version
-// 2), a chunk of zeros only: its header and mask; with zero symbols (version 3), a rANS chunk of
-// zeros only (min_zero_symbol_chunk_bytes), where that is smaller than the stored chunk (as a
-// rANS chunk must be).
+// 2), a chunk of zeros only: its header and mask. (Version 3 adds nothing: a chunk with zero
+// symbols is at least 192 bytes and never smaller than its header and a mask's room,
+// codec_detail::rans::min_zero_rests.)
 template <class E>
-ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_chunk_bytes(std::uint64_t m, bool zero_masks = true,
-                                                           bool zero_symbols = true) {
+ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_chunk_bytes(std::uint64_t m, bool zero_masks = true) {
   using L = chunk_layout<E>;
-  std::uint64_t best = L::coded_bytes(m, 0) < L::stored_bytes(m) ? L::coded_bytes(m, 0) : L::stored_bytes(m);
-  if (zero_masks && L::zero_mask_pays(m, m) && body_offset(m, true) < best) best = body_offset(m, true);
-  if (zero_masks && zero_symbols && min_zero_symbol_chunk_bytes < L::stored_bytes(m) &&
-      min_zero_symbol_chunk_bytes < best)
-    best = min_zero_symbol_chunk_bytes;
-  return best;
+  const std::uint64_t dense = L::coded_bytes(m, 0) < L::stored_bytes(m) ? L::coded_bytes(m, 0) : L::stored_bytes(m);
+  if (!zero_masks || !L::zero_mask_pays(m, m)) return dense;
+  return body_offset(m, true) < dense ? body_offset(m, true) : dense;
 }
 
 template <class E>
 ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(std::uint64_t n, std::uint64_t chunk_elems,
-                                                               bool zero_masks = true, bool zero_symbols = true) {
+                                                               bool zero_masks = true) {
   const std::uint64_t c = chunk_count(n, chunk_elems);
   if (c == 0) return data_offset(0);
-  return data_offset(c) + (c - 1) * min_chunk_bytes<E>(chunk_elems, zero_masks, zero_symbols) +
-         min_chunk_bytes<E>(chunk_elements(n, chunk_elems, c - 1), zero_masks, zero_symbols);
+  return data_offset(c) + (c - 1) * min_chunk_bytes<E>(chunk_elems, zero_masks) +
+         min_chunk_bytes<E>(chunk_elements(n, chunk_elems, c - 1), zero_masks);
 }
 
 // The exact lower bound on the size of a valid stream of n elements of type t. In version 1
 // every element costs at least 11 bits (bf16; fp16 14, fp32 27); in version 2 (zero masks) a
-// chunk of zeros costs its 16-byte header and its mask (one bit per 64 elements, at least 16
-// bytes); in version 3 (zero symbols) at most 192 bytes, whatever its size. So a header that
-// claims more elements than its stream's size allows is corrupt: readers check this before they
-// size anything from a count.
+// chunk of zeros costs its 16-byte header and its mask (one bit per 64 elements, at least 16 bytes). So a header that claims more elements
+// than its stream's size allows is corrupt: readers check this before they size anything from a
+// count.
 ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_compressed_size(dtype t, std::uint64_t n, std::uint64_t chunk_elems,
-                                                               bool zero_masks = true, bool zero_symbols = true) {
+                                                               bool zero_masks = true) {
   switch (t) {
-    case dtype::bf16: return min_compressed_size<bf16>(n, chunk_elems, zero_masks, zero_symbols);
-    case dtype::fp16: return min_compressed_size<fp16>(n, chunk_elems, zero_masks, zero_symbols);
-    case dtype::fp32: return min_compressed_size<fp32>(n, chunk_elems, zero_masks, zero_symbols);
+    case dtype::bf16: return min_compressed_size<bf16>(n, chunk_elems, zero_masks);
+    case dtype::fp16: return min_compressed_size<fp16>(n, chunk_elems, zero_masks);
+    case dtype::fp32: return min_compressed_size<fp32>(n, chunk_elems, zero_masks);
   }
   return 0;
 }

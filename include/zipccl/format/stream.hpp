@@ -155,8 +155,7 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   // Every chunk holds at most chunk_elems * 4 bytes, so this also keeps later sums from overflowing.
   if (r.total_bytes > max_compressed_size(r.count, dtype_size(r.type), r.chunk_elems)) return status::corrupt;
   // A count the stream's size cannot hold (checked before anyone sizes a buffer from it).
-  if (r.total_bytes <
-      min_compressed_size(r.type, r.count, r.chunk_elems, version_has_zero_masks(v), version_has_zero_symbols(v)))
+  if (r.total_bytes < min_compressed_size(r.type, r.count, r.chunk_elems, version_has_zero_masks(v)))
     return status::corrupt;
   if (in_bytes < data) return status::truncated;
   *h = r;

@@ -20,7 +20,7 @@
 // near the end of the stream and chunks whose stream comes close to the stored size go through
 // the reference's own group functions, so the bytes out of the encoder, and the values and
 // statuses out of the decoder, are those of codec_detail (test_host_simd compares them). Bodies
-// with zero symbols (at least rans::min_zero_elems elements +0.0 or -0.0: sparse data) take the
+// with zero symbols (enough elements +0.0 or -0.0, rans::zeros_pay: sparse data) take the
 // AVX2 kernels encode_zeros_kernel and decode_zeros_kernel, on AVX-512 machines too: the zeros'
 // lanes are found by comparing symbols (decoder) or elements (encoder) with the zero symbols, and
 // the other lanes' rests are packed or spread eight at a time by pshufb from 256-entry tables.
@@ -130,7 +130,7 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
 
 // codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (avx2::byte_histogram).
 // The zeros are counted only where the counts of their symbols leave room for enough of them to
-// give the body zero symbols (rans::min_zero_elems).
+// give the body zero symbols (rans::zeros_pay).
 template <class E>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                        codec_detail::rans_plan* plan) {
@@ -141,8 +141,8 @@ inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_deta
   const std::uint64_t could_be_zero =
       counts[S::pos_zero_symbol] + (S::neg_zero_symbol != S::pos_zero_symbol ? counts[S::neg_zero_symbol] : 0u);
   std::uint64_t n_pos = 0, n_neg = 0;
-  if (could_be_zero >= rans::min_zero_elems) avx2::count_zeros<E>(in, m, shape, &n_pos, &n_neg);
-  return codec_detail::finish_rans_plan<E>(counts, n_pos, n_neg, shape, plan);
+  if (rans::zeros_pay(could_be_zero, shape.elems)) avx2::count_zeros<E>(in, m, shape, &n_pos, &n_neg);
+  return codec_detail::finish_rans_plan<E>(counts, n_pos, n_neg, m, shape, plan);
 }
 
 // Elements of eight lanes from their symbols and rest sections (bytes: 8, words: fp32 8 x u16),
@@ -584,7 +584,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
-  // a body with zero symbols (at least rans::min_zero_elems zeros): the AVX2 zero-symbol kernel
+  // a body with zero symbols (rans::zeros_pay): the AVX2 zero-symbol kernel
   if (plan.zero.on) return encode_zeros_chunk<E>(in, m, checksum, out, shape, plan);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
