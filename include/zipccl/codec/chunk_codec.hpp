@@ -770,6 +770,32 @@ ZIPCCL_HOST_DEVICE bool decode_rans_group_zeros(const rans::decode_table& t, con
   return true;
 }
 
+// A rANS body's sections, from the header of a chunk that passed check_chunk: its zero symbols,
+// rests, symbol count and stream words, and where its table, states, rest words, rest bytes and
+// stream start. Every rANS decoder starts from it.
+template <class E>
+struct rans_sections {
+  rans::zero_symbols zero;
+  std::uint64_t rests = 0, nsym = 0, n_words = 0;
+  const std::uint8_t *table = nullptr, *states = nullptr, *words = nullptr, *bytes = nullptr, *stream = nullptr;
+  ZIPCCL_HOST_DEVICE rans_sections(const std::uint8_t* chunk, const format::chunk_header& h, const body_shape& body)
+      : zero(header_zero_symbols(h)), rests(rans::rests_of(body.elems, zero)), nsym(h.table[0] + 1u), n_words(h.escapes) {
+    using RL = rans::layout<E>;
+    table = chunk + RL::table_offset(body.base);
+    states = chunk + RL::states_offset(body.base, nsym);
+    words = chunk + RL::words_offset(body.base, nsym);
+    bytes = chunk + RL::bytes_offset(rests, body.base, nsym);
+    stream = chunk + RL::stream_offset(rests, body.base, nsym);
+  }
+  // The table's rules (rans::table_ok) and, when they hold, the decoder's table and the 32 states.
+  ZIPCCL_HOST_DEVICE bool start(rans::decode_table* t, std::uint32_t* x) const {
+    if (!rans::table_ok(table, nsym)) return false;
+    rans::read_table(table, t);
+    for (unsigned l = 0; l < rans::lanes; ++l) x[l] = load_le<std::uint32_t>(states + 4 * l);
+    return true;
+  }
+};
+
 // Decodes the rANS body of a chunk that passed check_chunk (codec/rans.hpp). Every stream word
 // is read at most once and inside the chunk (check_chunk_header bounds the word count by the
 // span); a table that breaks its rules, a stream that runs out or is left over, or a lane that
@@ -778,18 +804,13 @@ template <class E>
 ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                                            const body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
-  using RL = rans::layout<E>;
-  const rans::zero_symbols z = header_zero_symbols(h);
-  const std::uint64_t rests = rans::rests_of(body.elems, z), base = body.base, nsym = h.table[0] + 1u;
-  const std::uint64_t n_words = h.escapes;
-  if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
+  const rans_sections<E> sec(chunk, h, body);
+  const rans::zero_symbols& z = sec.zero;
+  const std::uint64_t rests = sec.rests, n_words = sec.n_words;
+  const std::uint8_t *words = sec.words, *bytes = sec.bytes, *stream = sec.stream;
   rans::decode_table t;
-  rans::read_table(chunk + RL::table_offset(base), &t);
   std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
-  const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
-  const std::uint8_t* bytes = chunk + RL::bytes_offset(rests, base, nsym);
-  const std::uint8_t* stream = chunk + RL::stream_offset(rests, base, nsym);
+  if (!sec.start(&t, x)) return status::corrupt;
   std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;

@@ -529,20 +529,15 @@ template <class E>
 status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                          const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
-  using RL = rans::layout<E>;
-  const rans::zero_symbols z = codec_detail::header_zero_symbols(h);
-  const std::uint64_t rests = rans::rests_of(body.elems, z), base = body.base, nsym = h.table[0] + 1u;
-  const std::uint64_t n_words = h.escapes;
-  if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
+  const codec_detail::rans_sections<E> sec(chunk, h, body);
+  const rans::zero_symbols& z = sec.zero;
+  const std::uint64_t rests = sec.rests, n_words = sec.n_words;
+  const std::uint8_t *words = sec.words, *bytes = sec.bytes, *stream = sec.stream;
   alignas(64) rans::decode_table t;
-  rans::read_table(chunk + RL::table_offset(base), &t);
-  decode_zeros_kernel<E> kernel(t, z);
   alignas(64) std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = format::load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
+  if (!sec.start(&t, x)) return status::corrupt;
+  decode_zeros_kernel<E> kernel(t, z);
   kernel.load(x);
-  const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
-  const std::uint8_t* bytes = chunk + RL::bytes_offset(rests, base, nsym);
-  const std::uint8_t* stream = chunk + RL::stream_offset(rests, base, nsym);
   std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
@@ -636,21 +631,17 @@ template <class E, class Kernel>
 status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
-  using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
   // a body with zero symbols: the AVX2 zero-symbol kernel
   if (format::mode_has_zero_symbols(h.mode)) return decode_zeros_body<E>(chunk, m, h, body, out);
-  const std::uint64_t b = body.elems, base = body.base, nsym = h.table[0] + 1u, n_words = h.escapes;
-  if (!rans::table_ok(chunk + RL::table_offset(base), nsym)) return status::corrupt;
+  const codec_detail::rans_sections<E> sec(chunk, h, body);
+  const std::uint64_t n_words = sec.n_words;
+  const std::uint8_t *words = sec.words, *bytes = sec.bytes, *stream = sec.stream;
   alignas(64) rans::decode_table t;
-  rans::read_table(chunk + RL::table_offset(base), &t);
-  Kernel kernel(t);
   alignas(64) std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = format::load_le<std::uint32_t>(chunk + RL::states_offset(base, nsym) + 4 * l);
+  if (!sec.start(&t, x)) return status::corrupt;
+  Kernel kernel(t);
   kernel.load(x);
-  const std::uint8_t* words = chunk + RL::words_offset(base, nsym);
-  const std::uint8_t* bytes = chunk + RL::bytes_offset(b, base, nsym);
-  const std::uint8_t* stream = chunk + RL::stream_offset(b, base, nsym);
   std::uint64_t next = 0, j = 0;
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
