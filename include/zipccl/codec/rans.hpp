@@ -76,7 +76,7 @@ ZIPCCL_HOST_DEVICE constexpr bool zeros_pay(std::uint64_t z, std::uint64_t b) {
 // The fewest rests a body with zero symbols keeps in a chunk of m elements whose body starts at
 // `base`, so that the chunk never comes out smaller than a chunk header and the room of a zero
 // mask (16 + zero_mask_bytes(m)), the part of every chunk that the collectives' wire sends in its
-// fixed section. Zero only past 90,112-element chunks without a mask (a chunk with zero symbols
+// fixed section. Above zero only past 90,112-element chunks without a mask (a chunk with zero symbols
 // is at least its header, a 48-byte table and the states: 192 bytes).
 template <class E>
 ZIPCCL_HOST_DEVICE constexpr std::uint64_t min_zero_rests(std::uint64_t m, std::uint64_t base) {
