@@ -39,29 +39,26 @@ void seeds(const std::filesystem::path& dir) {
       write(dir, fuzzing::decode_raw, s);
       write(dir, fuzzing::decode_repaired, s);
     }
+  // 4096-element chunks, with and without the checksum flag, as raw and repaired seeds
+  const auto big_chunks = [&](const std::vector<typename Codec::bits_type>& v) {
+    for (bool checksum : {false, true}) {
+      host::compress_options opt;
+      opt.chunk_elems = 4096;
+      opt.checksum = checksum;
+      const auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), v.size()));
+      write(dir, fuzzing::decode_raw, s);
+      write(dir, fuzzing::decode_repaired, s);
+    }
+  };
   // zero groups (zero_coded, zero_stored, zero_rans chunks) and chunks large enough for rANS
-  for (bool checksum : {false, true}) {
-    auto v = testing::make_tensor<E>(9000, 0.1, testing::distribution::gaussian, 9);
-    for (std::uint64_t i = 0; i < v.size(); ++i)
-      if ((i / 64) % 3 == 1 || i >= 8192 + 700) v[i] = 0;
-    host::compress_options opt;
-    opt.chunk_elems = 4096;
-    opt.checksum = checksum;
-    const auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), v.size()));
-    write(dir, fuzzing::decode_raw, s);
-    write(dir, fuzzing::decode_repaired, s);
-  }
+  auto groups = testing::make_tensor<E>(9000, 0.1, testing::distribution::gaussian, 9);
+  for (std::uint64_t i = 0; i < groups.size(); ++i)
+    if ((i / 64) % 3 == 1 || i >= 8192 + 700) groups[i] = 0;
+  big_chunks(groups);
   // scattered +0.0 and -0.0 (rANS: zero symbols, modes 12 and 14, version 3)
-  for (bool checksum : {false, true}) {
-    auto v = testing::make_element_sparse<E>(9000, 0.4, 0.5, 0.1, 10);
-    for (std::uint64_t i = 4096; i < 4096 + 640; ++i) v[i] = 0;  // zero groups in chunk 1
-    host::compress_options opt;
-    opt.chunk_elems = 4096;
-    opt.checksum = checksum;
-    const auto s = host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), v.size()));
-    write(dir, fuzzing::decode_raw, s);
-    write(dir, fuzzing::decode_repaired, s);
-  }
+  auto scattered = testing::make_element_sparse<E>(9000, 0.4, 0.5, 0.1, 10);
+  for (std::uint64_t i = 4096; i < 4096 + 640; ++i) scattered[i] = 0;  // zero groups in chunk 1
+  big_chunks(scattered);
   std::vector<std::uint8_t> rt = {static_cast<std::uint8_t>(Codec::type) , 0, 0};
   const auto v = testing::make_tensor<E>(300, 1.0);
   rt.insert(rt.end(), reinterpret_cast<const std::uint8_t*>(v.data()),
