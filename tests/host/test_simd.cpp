@@ -131,6 +131,31 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
       INFO("escapes " << h.escapes << " + " << delta);
       compare_decoders<E>(bad, a, m, checksum);
     }
+    // with zero symbols: a zero count a few off, alone (the rest section moves by up to the
+    // padding) or with the word count moved by as many bytes (the span still fits), so that the
+    // rests run out, or are left over, near the vector decoder's 32-rest threshold (the header's
+    // rules turn some of these away first); both paths agree
+    if (format::mode_has_zero_symbols(h.mode)) {
+      constexpr int rest_bytes = 1 + static_cast<int>(codec_detail::rans::split<E>::word_bytes);
+      const codec_detail::rans::zero_symbols z = codec_detail::rans::header_zero_symbols(h.table, true);
+      for (int delta : {-64, -34, -33, -32, -31, -30, -3, -2, -1, 1, 2, 3, 30, 31, 32, 33, 34, 64})
+        for (bool words_too : {false, true}) {
+          const std::int64_t zeros = static_cast<std::int64_t>(z.count) + delta;
+          const std::int64_t n_words = static_cast<std::int64_t>(h.escapes) + (words_too ? delta * rest_bytes / 2 : 0);
+          if (zeros < 0 || n_words < 0 || (words_too && (delta * rest_bytes) % 2 != 0)) continue;
+          auto bad = fast;
+          format::chunk_header g = h;
+          codec_detail::rans::zero_symbols y = z;
+          y.count = static_cast<std::uint64_t>(zeros);
+          codec_detail::rans::store_header_zero_symbols(y, g.table);
+          g.escapes = static_cast<std::uint32_t>(n_words);
+          format::write_chunk_header(bad.data(), g);
+          format::store_chunk_check(bad.data(), format::chunk_check(bad.data(), a, checksum,
+                                                                    codec_detail::rans::layout<E>::words_offset(base, nsym)));
+          INFO("zeros " << z.count << " + " << delta << (words_too ? ", words moved too" : ""));
+          compare_decoders<E>(bad, a, m, checksum);
+        }
+    }
   }
   // corrupt single bytes: both paths agree on the status, and on the values where it succeeds
   std::mt19937_64 rng(m);
