@@ -150,6 +150,14 @@ TEMPLATE_TEST_CASE("zero-symbol header rules, checked on the header alone", "[ho
   }
   CHECK(codec_detail::chunk_span_of<E>(header(0, 0, 1), m) == 0);
   CHECK(codec_detail::chunk_span_of<E>(header(100, 3, 3), m) == 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(100, 1, 0), m) == 0);  // zp above zn: never chosen so
+  // the encoders' rule (rans::zeros_pay): at least 64 zeros, and at least 1/64 of the body
+  CHECK(codec_detail::chunk_span_of<E>(header(63, 0, 1), m) == 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(64, 0, 1), m) != 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(1, 0, 1), m) == 0);
+  const std::uint64_t wide = 65536;
+  CHECK(codec_detail::chunk_span_of<E>(header(1023, 0, 1), wide) == 0);
+  CHECK(codec_detail::chunk_span_of<E>(header(1024, 0, 1), wide) != 0);
   // mode 4 with any zero-symbol byte set
   auto plain = header(0, 0, 0);
   plain.mode = format::chunk_mode::rans;
@@ -168,6 +176,46 @@ TEMPLATE_TEST_CASE("zero-symbol header rules, checked on the header alone", "[ho
   CHECK(codec_detail::chunk_span_of<E>(header(static_cast<std::uint32_t>(big - keep + 1), 0, 1), big) == 0);
   const std::uint64_t span = codec_detail::chunk_span_of<E>(header(static_cast<std::uint32_t>(big - keep), 0, 1), big);
   CHECK(span >= format::body_offset(big, true));
+}
+
+// The table's rule for zero symbols: they are the two smallest values the other elements leave
+// free (rans::choose_zero_symbols), so every value below zn but zp is a symbol of the table.
+TEST_CASE("zero symbols are the two smallest free values", "[host][corruption][zero]") {
+  namespace rans = codec_detail::rans;
+  // a table of the symbols in `present`, frequencies summing to 4096, states at 2^16
+  auto table = [](std::initializer_list<unsigned> present) {
+    std::vector<std::uint8_t> t(rans::table_bytes(present.size()) + 4 * rans::lanes, 0);
+    std::uint32_t left = rans::prob_total;
+    std::size_t k = 0;
+    for (unsigned s : present) {
+      t[s / 8] = static_cast<std::uint8_t>(t[s / 8] | (1u << (s % 8)));
+      const std::uint32_t f = ++k == present.size() ? left : 16u;
+      format::store_le<std::uint16_t>(t.data() + rans::bitmap_bytes + 2 * (k - 1), static_cast<std::uint16_t>(f));
+      left -= f;
+    }
+    for (unsigned l = 0; l < rans::lanes; ++l)
+      format::store_le<std::uint32_t>(t.data() + rans::table_bytes(present.size()) + 4 * l, rans::state_low);
+    return t;
+  };
+  auto zeros = [](unsigned pos, unsigned neg) {
+    rans::zero_symbols z;
+    z.on = true;
+    z.pos = pos;
+    z.neg = neg;
+    z.count = 100;
+    return z;
+  };
+  const auto a = table({0, 1, 2, 120, 121});  // +0.0, -0.0 on 0 and 1: 2 and up used by the others
+  CHECK(rans::table_ok(a.data(), 5, zeros(0, 1)));
+  CHECK(rans::table_ok(a.data(), 5, rans::zero_symbols{}));
+  const auto b = table({0, 3, 120, 121});  // only +0.0 (no -0.0 in the body): zn = 1 has no entry
+  CHECK(rans::table_ok(b.data(), 4, zeros(0, 1)));
+  CHECK(rans::table_ok(b.data(), 4, zeros(0, 2)) == false);  // 1 is free and below zn
+  CHECK(rans::table_ok(b.data(), 4, zeros(1, 2)));  // 0 used by another element: 1 and 2 are the free ones
+  const auto c = table({0, 1, 5, 120});
+  CHECK(rans::table_ok(c.data(), 4, zeros(0, 1)));
+  CHECK(rans::table_ok(c.data(), 4, zeros(0, 5)) == false);  // 2, 3, 4 are free and below zn
+  CHECK(rans::table_ok(c.data(), 4, zeros(1, 120)) == false);
 }
 
 TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host][corruption]",

@@ -515,15 +515,16 @@ ZIPCCL_HOST_DEVICE rans::zero_symbols header_zero_symbols(const format::chunk_he
 }
 
 // The rules of a rANS chunk header's table bytes for a body of `elems` elements at `base` in a
-// chunk of m: byte 0 is the symbol count less one (any value); with zero symbols, bytes 1 and 2
-// differ, the zero count is 1..elems and leaves at least rans::min_zero_rests rests; without,
-// bytes 1..6 are zero.
+// chunk of m: byte 0 is the symbol count less one (any value); with zero symbols, byte 1 is below
+// byte 2, the zero count is at most elems, meets rans::zeros_pay and leaves at least
+// rans::min_zero_rests rests (the encoders' rule); without, bytes 1..6 are zero.
 template <class E>
 ZIPCCL_HOST_DEVICE bool rans_header_ok(const format::chunk_header& r, std::uint64_t elems, std::uint64_t m,
                                        std::uint64_t base) {
   const rans::zero_symbols z = header_zero_symbols(r);
   if (z.on)
-    return z.pos != z.neg && z.count != 0 && z.count <= elems && elems - z.count >= rans::min_zero_rests<E>(m, base);
+    return z.pos < z.neg && z.count <= elems && rans::zeros_pay(z.count, elems) &&
+           elems - z.count >= rans::min_zero_rests<E>(m, base);
   for (unsigned i = 1; i < format::table_size; ++i)
     if (r.table[i] != 0) return false;
   return true;
@@ -789,7 +790,7 @@ struct rans_sections {
   }
   // The table's rules (rans::table_ok) and, when they hold, the decoder's table and the 32 states.
   ZIPCCL_HOST_DEVICE bool start(rans::decode_table* t, std::uint32_t* x) const {
-    if (!rans::table_ok(table, nsym)) return false;
+    if (!rans::table_ok(table, nsym, zero)) return false;
     rans::read_table(table, t);
     for (unsigned l = 0; l < rans::lanes; ++l) x[l] = load_le<std::uint32_t>(states + 4 * l);
     return true;
@@ -856,8 +857,9 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
     // not in one device thread: its 16 KiB slot table would sit in local memory. The device
     // decodes rANS in cuda::block_decode<E, Threads, true> (one warp per chunk), which
     // cuda::decompress uses.
-    return rans::table_ok(chunk + rans::layout<E>::table_offset(body.base), h.table[0] + 1u) ? status::unsupported_mode
-                                                                                             : status::corrupt;
+    return rans::table_ok(chunk + rans::layout<E>::table_offset(body.base), h.table[0] + 1u, header_zero_symbols(h))
+               ? status::unsupported_mode
+               : status::corrupt;
 #else
     return decode_rans_body<E>(chunk, m, h, body, out);
 #endif

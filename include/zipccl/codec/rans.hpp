@@ -212,13 +212,18 @@ ZIPCCL_HOST_DEVICE std::uint32_t decode_step(const decode_table& t, std::uint32_
 }
 
 // The rules of a table at p with nsym symbols and of the 32 states after it: exactly nsym bitmap
-// bits, every frequency 1..4096, their sum 4096, zero padding, every state at least 2^16. Every
-// decoder checks these before it decodes (a device decoder built without rANS checks them before
-// it reports unsupported_mode).
-ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym) {
+// bits, every frequency 1..4096, their sum 4096, zero padding, every state at least 2^16; with
+// zero symbols z (the header's), z as choose_zero_symbols picks them: every value below z.neg but
+// z.pos is a symbol of the table (one the other elements use). Every decoder checks these before
+// it decodes (a device decoder built without rANS checks them before it reports
+// unsupported_mode).
+ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym, const zero_symbols& z) {
   std::uint64_t bits = 0, sum = 0;
   for (std::uint64_t i = 0; i < bitmap_bytes; ++i) bits += format::popcount8(p[i]);
   if (bits != nsym) return false;
+  if (z.on)
+    for (unsigned v = 0; v < z.neg && v < symbols; ++v)
+      if (v != z.pos && !((p[v / 8] >> (v % 8)) & 1u)) return false;
   for (std::uint64_t k = 0; k < nsym; ++k) {
     const std::uint32_t f = load_le<std::uint16_t>(p + bitmap_bytes + 2 * k);
     if (f == 0 || f > prob_total) return false;

@@ -256,7 +256,8 @@ class block_decode {
                                const codec_detail::body_shape& body) {
     if (threadIdx.x == 0)
       s_.verdict = static_cast<int>(
-          codec_detail::rans::table_ok(chunk + codec_detail::rans::layout<E>::table_offset(body.base), h.table[0] + 1u)
+          codec_detail::rans::table_ok(chunk + codec_detail::rans::layout<E>::table_offset(body.base), h.table[0] + 1u,
+                                       codec_detail::header_zero_symbols(h))
               ? status::unsupported_mode
               : status::corrupt);
     __syncthreads();
@@ -281,7 +282,7 @@ class block_decode {
     // b: the rests (the body's elements, less its zeros with zero symbols)
     const std::uint64_t nsym = h.table[0] + 1u, n_words = h.escapes, b = rans::rests_of(body.elems, zero);
     const std::uint8_t* table = chunk + RL::table_offset(body.base);
-    if (t == 0) s_.verdict = rans::table_ok(table, nsym) ? 1 : 0;
+    if (t == 0) s_.verdict = rans::table_ok(table, nsym, zero) ? 1 : 0;
     __syncthreads();
     const bool table_good = s_.verdict != 0;
     __syncthreads();  // the verdict may be rewritten by the next call
