@@ -29,8 +29,17 @@ inline std::runtime_error io_error(const std::string& what, const std::string& p
   return std::runtime_error(what + " " + path + ": " + std::strerror(err));
 }
 
-// The whole file at `path`, which must be a regular file, a device or a pipe (not a directory).
-inline std::vector<std::uint8_t> read_file(const std::string& path) {
+// This machine's physical memory in bytes (0 where the system does not say): the tool holds its
+// inputs and outputs in memory, so it refuses more than this rather than swap or be killed.
+inline std::uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
+// The whole file at `path`, which must be a regular file, a device or a pipe (not a directory),
+// of at most `limit` bytes (0: no limit; a pipe or device that gives more, /dev/zero say, is an
+// error once the limit is passed; `why` names the limit in that error).
+inline std::vector<std::uint8_t> read_file(const std::string& path, std::uint64_t limit, const std::string& why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw io_error("cannot open", path, errno);
   struct stat st {};
@@ -43,6 +52,13 @@ inline std::vector<std::uint8_t> read_file(const std::string& path) {
     ::close(fd);
     throw std::runtime_error(path + " is a directory, not a file");
   }
+  const auto too_big = [&] {
+    return std::runtime_error(path + " holds more than " + std::to_string(limit) + " bytes, " + why);
+  };
+  if (limit != 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    throw too_big();
+  }
   std::vector<std::uint8_t> v;
   try {
     if (S_ISREG(st.st_mode) && st.st_size > 0) v.reserve(static_cast<std::size_t>(st.st_size));
@@ -54,6 +70,7 @@ inline std::vector<std::uint8_t> read_file(const std::string& path) {
         if (errno == EINTR) continue;
         throw io_error("cannot read", path, errno);
       }
+      if (limit != 0 && v.size() + static_cast<std::uint64_t>(got) > limit) throw too_big();
       v.insert(v.end(), buf, buf + got);
     }
   } catch (...) {

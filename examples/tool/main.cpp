@@ -2,7 +2,7 @@
 //
 //   zipccl compress   --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed|entropy] [--checksum]
 //                     [--chunk N] [--threads N] [--no-zero-groups] [--repeat N] [--json] IN OUT
-//   zipccl decompress [--threads N] [--repeat N] [--json] IN OUT
+//   zipccl decompress [--threads N] [--repeat N] [--max-output BYTES] [--json] IN OUT
 //   zipccl inspect    --dtype bf16|fp16|fp32 [--json] IN
 //   zipccl plan       --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B
 //                     [--latency-us A] [--dtype ...] [--compress-gbps C] [--decompress-gbps D] [--ratio R]
@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -55,7 +56,7 @@ struct usage_error : std::runtime_error {
 constexpr const char* usage_text =
     "usage: zipccl compress --dtype bf16|fp16|fp32 [--codebook analytic|histogram|fixed|entropy] [--window LO]\n"
     "                       [--checksum] [--chunk N] [--threads N] [--no-zero-groups] [--repeat N] [--json] IN OUT\n"
-    "       zipccl decompress [--threads N] [--repeat N] [--json] IN OUT\n"
+    "       zipccl decompress [--threads N] [--repeat N] [--max-output BYTES] [--json] IN OUT\n"
     "       zipccl inspect --dtype bf16|fp16|fp32 [--json] IN\n"
     "       zipccl plan --op all_gather|reduce_scatter|all_reduce|all_to_all|send --ranks N --bytes S --link-gbps B\n"
     "                   [--latency-us A] [--dtype bf16|fp16|fp32] [--compress-gbps C] [--decompress-gbps D]\n"
@@ -91,7 +92,7 @@ args parse(int argc, char** argv) {
                                                    {"--dim", true},          {"--rank", true},
                                                    {"--tokens", true},       {"--vocab", true},
                                                    {"--steps", true},        {"--seed", true},
-                                                   {"--vq", true}};
+                                                   {"--vq", true},            {"--max-output", true}};
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) == 0) {
@@ -120,8 +121,13 @@ std::uint64_t parse_uint(const std::string& s, const char* what) {
   }
 }
 
-using zipccl_tool::read_file;
 using zipccl_tool::write_file;
+
+// The tool holds its inputs in memory: none larger than this machine's memory.
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  return zipccl_tool::read_file(path, zipccl_tool::physical_memory(),
+                                "this machine's memory (the tool holds its input in memory)");
+}
 
 zipccl::dtype dtype_from_name(const std::string& s) {
   if (s == "bf16") return zipccl::dtype::bf16;
@@ -308,7 +314,7 @@ void refuse(const args& a, const char* command, std::initializer_list<const char
 
 int cmd_compress(const args& a) {
   if (a.files.size() != 2) throw usage_error("compress needs IN and OUT");
-  refuse(a, "compress", {"--sample"});
+  refuse(a, "compress", {"--sample", "--max-output"});
   const auto opt = compress_options_from(a);
   const std::string policy = a.get("--codebook").value_or("analytic");
   if (a.get("--window") && policy != "fixed") throw usage_error("--window goes with --codebook fixed");
@@ -339,41 +345,56 @@ int cmd_decompress(const args& a) {
   if (a.files.size() != 2) throw usage_error("decompress needs IN and OUT");
   if (a.get("--dtype") || a.get("--codebook") || a.flag("--checksum") || a.get("--chunk") || a.get("--window") ||
       a.flag("--no-zero-groups"))
-    throw usage_error("decompress takes only --threads, --repeat and --json (the stream describes itself)");
+    throw usage_error("decompress takes only --threads, --repeat, --max-output and --json (the stream describes itself)");
   zipccl::host::decompress_options opt;
   opt.threads = compress_options_from(a).threads;
   const unsigned repeat = repeat_from(a);
   refuse(a, "decompress", {"--sample"});
   zipccl_tool::refuse_same_file(a.files[0], a.files[1]);
-  const auto in = read_file(a.files[0]);
+  // The output is sized from the header: a stream (damaged or hostile) may claim up to about 2,000
+  // times its own size, so an output of more than --max-output (by default this machine's memory)
+  // is refused before anything is allocated, and the buffer is not zero-filled (a chunk that fails
+  // to decode stops the work before its pages are touched). The input is read up to the largest
+  // stream such an output can have (stored chunks of 256 bf16 elements: 4.7% more, under 1/16).
+  const std::uint64_t limit = a.get("--max-output") ? parse_uint(*a.get("--max-output"), "--max-output")
+                                                    : zipccl_tool::physical_memory();
+  const auto in = zipccl_tool::read_file(
+      a.files[0], limit == 0 ? 0 : limit + limit / 16 + (1u << 20),
+      "more than a stream of --max-output " + std::to_string(limit) + " bytes of data can be");
   zipccl::host::stream_info info;
   zipccl::status s = zipccl::host::read_header(in.data(), in.size(), &info);
   if (s != zipccl::status::success)
     throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
-  std::vector<std::uint8_t> out(info.decompressed_bytes());
+  const std::uint64_t out_bytes = info.decompressed_bytes();
+  if (out_bytes > limit)
+    throw std::runtime_error(a.files[0] + ": the stream decodes to " + std::to_string(out_bytes) + " bytes, more than " +
+                             (a.get("--max-output") ? "--max-output " + std::to_string(limit)
+                                                    : "this machine's memory (" + std::to_string(limit) +
+                                                          " bytes; --max-output raises the limit)"));
+  const std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_bytes == 0 ? 1 : out_bytes]);
   const double secs = fastest(repeat, &s, [&] {
-    return zipccl::host::decompress(in.data(), in.size(), out.data(), out.size(), nullptr, opt);
+    return zipccl::host::decompress(in.data(), in.size(), out.get(), out_bytes, nullptr, opt);
   });
   if (s != zipccl::status::success) throw std::runtime_error(a.files[0] + ": " + zipccl::to_string(s));
-  write_file(a.files[1], out.data(), out.size());
+  write_file(a.files[1], out.get(), out_bytes);
   std::FILE* report = zipccl_tool::is_stdout(a.files[1]) ? stderr : stdout;  // keep the data clean
   if (a.flag("--json")) {
     std::fprintf(report, "{\"command\":\"decompress\",\"dtype\":\"%s\",\"codebook\":\"%s\",\"elements\":%llu,"
                 "\"input_bytes\":%llu,\"output_bytes\":%llu,\"checksum\":%s,\"seconds\":%.6f}\n",
                 zipccl::dtype_name(info.type), zipccl::codebook_name(info.codebook),
                 static_cast<unsigned long long>(info.count), static_cast<unsigned long long>(in.size()),
-                static_cast<unsigned long long>(out.size()), info.checksum ? "true" : "false", secs);
+                static_cast<unsigned long long>(out_bytes), info.checksum ? "true" : "false", secs);
   } else {
     std::fprintf(report, "%s: %llu %s elements, %llu -> %llu bytes\n", a.files[1].c_str(),
                 static_cast<unsigned long long>(info.count), zipccl::dtype_name(info.type),
-                static_cast<unsigned long long>(in.size()), static_cast<unsigned long long>(out.size()));
+                static_cast<unsigned long long>(in.size()), static_cast<unsigned long long>(out_bytes));
   }
   return 0;
 }
 
 int cmd_inspect(const args& a) {
   if (a.files.size() != 1) throw usage_error("inspect needs IN");
-  refuse(a, "inspect", {"--repeat", "--sample"});
+  refuse(a, "inspect", {"--repeat", "--sample", "--max-output"});
   const tensor t = load_tensor(a.files[0], a.get("--dtype"));
   zipccl::host::exponent_stats st;
   zipccl::visit_dtype(t.type, [&](auto e) { st = zipccl::host::analyze<decltype(e)>(t.data(), t.count); });
@@ -585,7 +606,7 @@ int plan_policies(const args& a, const std::string& op, std::uint64_t ranks, std
 
 int cmd_plan(const args& a) {
   if (!a.files.empty()) throw usage_error("plan takes no files");
-  refuse(a, "plan", {"--repeat"});
+  refuse(a, "plan", {"--repeat", "--max-output"});
   const std::string op = a.get("--op").value_or("");
   if (op != "all_gather" && op != "reduce_scatter" && op != "all_reduce" && op != "all_to_all" && op != "send")
     throw usage_error("--op must be all_gather, reduce_scatter, all_reduce, all_to_all or send");

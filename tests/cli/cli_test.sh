@@ -210,6 +210,45 @@ assert r.returncode == 1 and b'corrupt stream' in r.stderr, r
 assert secs < 1.0, secs
 assert peak_kib < 100 * 1024, peak_kib
 PY
+  # 2. (session 7) a stream whose header and directory are valid but whose chunks are garbage,
+  #    claiming 8 chunks of 2^24 fp32 (512 MiB of output) in 262 KiB: corrupt at the first chunk,
+  #    in little memory (the output buffer is not zero-filled before decoding)
+  "$py" - <<'PY'
+import struct
+M = 2**64 - 1
+def mix(x):
+    x ^= x >> 32; x = (x * 0xD6E8FEB86659FD93) & M; x ^= x >> 32
+    x = (x * 0xD6E8FEB86659FD93) & M; return x ^ (x >> 32)
+def hsum(words, first):
+    return sum(mix((w + (first + j + 1) * 0x9E3779B97F4A7C15) & M) for j, w in enumerate(words)) & M
+chunk, chunks = 1 << 24, 8
+data = (48 + 8 * chunks + 15) // 16 * 16
+span = 16 + chunk // 64 // 8          # header and zero mask: the smallest chunk version 2 allows
+total = data + chunks * span
+head = struct.pack('<4sHBBIIQQII', b'ZPCL', 2, 3, 1, 0, chunk, chunk * chunks, total, chunks, 0)
+directory = [data + i * span for i in range(chunks)]
+h = mix(((hsum(struct.unpack('<5Q', head), 0) + hsum(directory, 5)) & M) ^ (5 + chunks))
+body = head + struct.pack('<Q', h) + struct.pack('<%dQ' % chunks, *directory)
+open('garbage.zpc', 'wb').write(body + bytes(total - len(body)))
+PY
+  "$py" - "$zipccl" <<'PY' || fail=1
+import resource, subprocess, sys
+r = subprocess.run([sys.argv[1], 'decompress', 'garbage.zpc', 'garbage.out'], capture_output=True)
+peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+assert r.returncode == 1 and b'corrupt stream' in r.stderr, r
+assert peak_kib < 64 * 1024, peak_kib
+PY
+  # --max-output: an output larger than it is refused before anything is allocated (by default
+  # the limit is this machine's memory); an input that gives more than such a stream can hold
+  # (/dev/zero) is refused once read that far; the other commands do not take it
+  "$zipccl" compress --dtype bf16 --chunk 4096 x.bf16 mo.zpc >/dev/null || fail=1
+  one_line_error "$zipccl" decompress --max-output 139999 mo.zpc mo.back
+  grep -q 'more than --max-output 139999' err.txt || { echo "FAILED: --max-output message: $(cat err.txt)"; fail=1; }
+  check "'$zipccl' decompress --max-output 140000 mo.zpc mo.back >/dev/null && cmp -s x.bf16 mo.back"
+  one_line_error "$zipccl" decompress --max-output 1000 /dev/zero mo.back
+  grep -q '/dev/zero holds more than' err.txt || { echo "FAILED: /dev/zero message: $(cat err.txt)"; fail=1; }
+  one_line_error "$zipccl" decompress --max-output many mo.zpc mo.back
+  one_line_error "$zipccl" compress --dtype bf16 --max-output 10 x.bf16 mo2.zpc
   # 3. no thread can be started (a process limit of 1 for an unprivileged user): the work is done
   #    on the calling thread instead of std::terminate
   "$zipccl" compress --dtype bf16 --chunk 4096 x.bf16 th.zpc >/dev/null || fail=1
