@@ -184,8 +184,8 @@ d = bytearray(open('ok.zpc','rb').read()); d[len(d)//2] ^= 0x10; open('flip.zpc'
   ;;
 hostile)
   # Defects an adversarial campaign found (issue 10); each check failed before its fix.
-  # 1. a 1,584-byte stream whose (valid) header claims 3 * 2^30 bf16: rejected at once, in little memory
-  "$py" - <<'PY'
+  # a stream header with its hash (FORMAT.md "Stream header"), for the forged streams below
+  cat >forge.py <<'PY'
 import struct
 M = 2**64 - 1
 def mix(x):
@@ -193,12 +193,23 @@ def mix(x):
     x = (x * 0xD6E8FEB86659FD93) & M; return x ^ (x >> 32)
 def hsum(words, first):
     return sum(mix((w + (first + j + 1) * 0x9E3779B97F4A7C15) & M) for j, w in enumerate(words)) & M
+def data_offset(chunks):
+    return (48 + 8 * chunks + 15) // 16 * 16
+def stream_head(version, dtype, chunk, count, total, directory):
+    """The header, its hash and the directory (padded to data_offset)."""
+    chunks = len(directory)
+    head = struct.pack('<4sHBBIIQQII', b'ZPCL', version, dtype, 1, 0, chunk, count, total, chunks, 0)
+    h = mix(((hsum(struct.unpack('<5Q', head), 0) + hsum(directory, 5)) & M) ^ (5 + chunks))
+    out = head + struct.pack('<Q', h) + struct.pack('<%dQ' % chunks, *directory)
+    return out + bytes(data_offset(chunks) - len(out))
+PY
+  # 1. a 1,584-byte stream whose (valid) header claims 3 * 2^30 bf16: rejected at once, in little memory
+  "$py" - <<'PY'
+from forge import *
 chunk, count = 1 << 24, 3 << 30
 chunks = count // chunk
-total = (48 + 8 * chunks + 15) // 16 * 16
-head = struct.pack('<4sHBBIIQQII', b'ZPCL', 1, 1, 1, 0, chunk, count, total, chunks, 0)
-h = mix(((hsum(struct.unpack('<5Q', head), 0) + hsum([0] * chunks, 5)) & M) ^ (5 + chunks))
-open('bomb.zpc', 'wb').write(head + struct.pack('<Q', h) + bytes(total - 48))
+total = data_offset(chunks)
+open('bomb.zpc', 'wb').write(stream_head(1, 1, chunk, count, total, [0] * chunks))
 PY
   "$py" - "$zipccl" <<'PY' || fail=1
 import resource, subprocess, sys, time
@@ -214,22 +225,12 @@ PY
   #    claiming 8 chunks of 2^24 fp32 (512 MiB of output) in 262 KiB: corrupt at the first chunk,
   #    in little memory (the output buffer is not zero-filled before decoding)
   "$py" - <<'PY'
-import struct
-M = 2**64 - 1
-def mix(x):
-    x ^= x >> 32; x = (x * 0xD6E8FEB86659FD93) & M; x ^= x >> 32
-    x = (x * 0xD6E8FEB86659FD93) & M; return x ^ (x >> 32)
-def hsum(words, first):
-    return sum(mix((w + (first + j + 1) * 0x9E3779B97F4A7C15) & M) for j, w in enumerate(words)) & M
+from forge import *
 chunk, chunks = 1 << 24, 8
-data = (48 + 8 * chunks + 15) // 16 * 16
 span = 16 + chunk // 64 // 8          # header and zero mask: the smallest chunk version 2 allows
-total = data + chunks * span
-head = struct.pack('<4sHBBIIQQII', b'ZPCL', 2, 3, 1, 0, chunk, chunk * chunks, total, chunks, 0)
-directory = [data + i * span for i in range(chunks)]
-h = mix(((hsum(struct.unpack('<5Q', head), 0) + hsum(directory, 5)) & M) ^ (5 + chunks))
-body = head + struct.pack('<Q', h) + struct.pack('<%dQ' % chunks, *directory)
-open('garbage.zpc', 'wb').write(body + bytes(total - len(body)))
+total = data_offset(chunks) + chunks * span
+head = stream_head(2, 3, chunk, chunk * chunks, total, [data_offset(chunks) + i * span for i in range(chunks)])
+open('garbage.zpc', 'wb').write(head + bytes(total - len(head)))
 PY
   "$py" - "$zipccl" <<'PY' || fail=1
 import resource, subprocess, sys
