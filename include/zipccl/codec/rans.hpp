@@ -213,8 +213,9 @@ ZIPCCL_HOST_DEVICE std::uint32_t decode_step(const decode_table& t, std::uint32_
 
 // The rules of a table at p with nsym symbols and of the 32 states after it: exactly nsym bitmap
 // bits, every frequency 1..4096, their sum 4096, zero padding, every state at least 2^16; with
-// zero symbols z (the header's), z as choose_zero_symbols picks them: every value below z.neg but
-// z.pos is a symbol of the table (one the other elements use). Every decoder checks these before
+// zero symbols z (the header's), what the table can show of choose_zero_symbols's choice: every
+// value below z.neg but z.pos is a symbol of the table (in use). (Whether z.pos or z.neg is also a
+// value the other elements use, the table cannot tell.) Every decoder checks these before
 // it decodes (a device decoder built without rANS checks them before it reports
 // unsupported_mode).
 ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym, const zero_symbols& z) {
