@@ -11,9 +11,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -29,16 +31,23 @@ inline std::runtime_error io_error(const std::string& what, const std::string& p
   return std::runtime_error(what + " " + path + ": " + std::strerror(err));
 }
 
-// This machine's physical memory in bytes (0 where the system does not say): the tool holds its
-// inputs and outputs in memory, so it refuses more than this rather than swap or be killed.
-inline std::uint64_t physical_memory() {
+// The most the tool takes in memory for one input or one output: half of this machine's physical
+// memory or of the process's address-space limit (ulimit -v), whichever is smaller (a command
+// holds its input and its output at once), or no limit where neither is known. More is refused
+// rather than left to swap or to the OOM killer.
+inline std::uint64_t memory_limit() {
+  std::uint64_t have = UINT64_MAX;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  if (pages > 0 && page > 0) have = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY && as.rlim_cur < have) have = as.rlim_cur;
+  return have == UINT64_MAX ? have : have / 2;
 }
 
 // The whole file at `path`, which must be a regular file, a device or a pipe (not a directory),
-// of at most `limit` bytes (0: no limit; a pipe or device that gives more, /dev/zero say, is an
-// error once the limit is passed; `why` names the limit in that error).
+// of at most `limit` bytes: a larger regular file is refused before it is read, and a pipe or
+// device that gives more (/dev/zero, say) once the limit is passed, its buffer never grown past
+// the limit. `why` names the limit in that error.
 inline std::vector<std::uint8_t> read_file(const std::string& path, std::uint64_t limit, const std::string& why) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw io_error("cannot open", path, errno);
@@ -55,7 +64,7 @@ inline std::vector<std::uint8_t> read_file(const std::string& path, std::uint64_
   const auto too_big = [&] {
     return std::runtime_error(path + " holds more than " + std::to_string(limit) + " bytes, " + why);
   };
-  if (limit != 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > limit) {
+  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > limit) {
     ::close(fd);
     throw too_big();
   }
@@ -70,7 +79,12 @@ inline std::vector<std::uint8_t> read_file(const std::string& path, std::uint64_
         if (errno == EINTR) continue;
         throw io_error("cannot read", path, errno);
       }
-      if (limit != 0 && v.size() + static_cast<std::uint64_t>(got) > limit) throw too_big();
+      const std::uint64_t size = v.size() + static_cast<std::uint64_t>(got);
+      if (size > limit) throw too_big();
+      if (size > v.capacity()) {  // grow by doubling, but never past the limit
+        const std::uint64_t twice = 2 * static_cast<std::uint64_t>(v.capacity());
+        v.reserve(static_cast<std::size_t>(std::max(size, std::min(limit, std::max<std::uint64_t>(twice, 1u << 20)))));
+      }
       v.insert(v.end(), buf, buf + got);
     }
   } catch (...) {

@@ -123,10 +123,10 @@ std::uint64_t parse_uint(const std::string& s, const char* what) {
 
 using zipccl_tool::write_file;
 
-// The tool holds its inputs in memory: none larger than this machine's memory.
+// The tool holds its inputs in memory: none larger than half this machine's memory.
 std::vector<std::uint8_t> read_file(const std::string& path) {
-  return zipccl_tool::read_file(path, zipccl_tool::physical_memory(),
-                                "this machine's memory (the tool holds its input in memory)");
+  return zipccl_tool::read_file(path, zipccl_tool::memory_limit(),
+                                "half this machine's memory or of ulimit -v (the tool holds its input and output in memory)");
 }
 
 zipccl::dtype dtype_from_name(const std::string& s) {
@@ -352,15 +352,20 @@ int cmd_decompress(const args& a) {
   refuse(a, "decompress", {"--sample"});
   zipccl_tool::refuse_same_file(a.files[0], a.files[1]);
   // The output is sized from the header: a stream (damaged or hostile) may claim up to about 2,000
-  // times its own size, so an output of more than --max-output (by default this machine's memory)
-  // is refused before anything is allocated, and the buffer is not zero-filled (a chunk that fails
-  // to decode stops the work before its pages are touched). The input is read up to the largest
-  // stream such an output can have (stored chunks of 256 bf16 elements: 4.7% more, under 1/16).
-  const std::uint64_t limit = a.get("--max-output") ? parse_uint(*a.get("--max-output"), "--max-output")
-                                                    : zipccl_tool::physical_memory();
-  const auto in = zipccl_tool::read_file(
-      a.files[0], limit == 0 ? 0 : limit + limit / 16 + (1u << 20),
-      "more than a stream of --max-output " + std::to_string(limit) + " bytes of data can be");
+  // times its own size, so an output of more than --max-output (by default half this machine's
+  // memory) is refused before the output is allocated, and its buffer is not zero-filled (a chunk
+  // that fails to decode stops the work before its pages are touched). The input is read up to the
+  // largest stream such an output can have (stored chunks of 256 bf16 elements: 4.7% more, under
+  // 1/16) and no further, trailing bytes included.
+  const auto max_output = a.get("--max-output");
+  const std::uint64_t limit = max_output ? parse_uint(*max_output, "--max-output") : zipccl_tool::memory_limit();
+  const std::uint64_t slack = limit / 16 + (1u << 20);
+  const std::uint64_t in_limit = limit > UINT64_MAX - slack ? UINT64_MAX : limit + slack;
+  const std::string limit_name = max_output ? "--max-output " + std::to_string(limit)
+                                            : "half this machine's memory or of ulimit -v (" + std::to_string(limit) +
+                                                  " bytes; --max-output sets the limit)";
+  const auto in = zipccl_tool::read_file(a.files[0], in_limit,
+                                         "more than any stream of an output within " + limit_name);
   zipccl::host::stream_info info;
   zipccl::status s = zipccl::host::read_header(in.data(), in.size(), &info);
   if (s != zipccl::status::success)
@@ -368,9 +373,7 @@ int cmd_decompress(const args& a) {
   const std::uint64_t out_bytes = info.decompressed_bytes();
   if (out_bytes > limit)
     throw std::runtime_error(a.files[0] + ": the stream decodes to " + std::to_string(out_bytes) + " bytes, more than " +
-                             (a.get("--max-output") ? "--max-output " + std::to_string(limit)
-                                                    : "this machine's memory (" + std::to_string(limit) +
-                                                          " bytes; --max-output raises the limit)"));
+                             limit_name);
   const std::unique_ptr<std::uint8_t[]> out(new std::uint8_t[out_bytes == 0 ? 1 : out_bytes]);
   const double secs = fastest(repeat, &s, [&] {
     return zipccl::host::decompress(in.data(), in.size(), out.get(), out_bytes, nullptr, opt);

@@ -184,7 +184,7 @@ d = bytearray(open('ok.zpc','rb').read()); d[len(d)//2] ^= 0x10; open('flip.zpc'
   ;;
 hostile)
   # Defects an adversarial campaign found (issue 10); each check failed before its fix.
-  # a stream header with its hash (FORMAT.md "Stream header"), for the forged streams below
+  # a stream header with its hash (FORMAT.md "Header", "Hash"), for the forged streams below
   cat >forge.py <<'PY'
 import struct
 M = 2**64 - 1
@@ -249,6 +249,20 @@ PY
   one_line_error "$zipccl" decompress --max-output 1000 /dev/zero mo.back
   grep -q '/dev/zero holds more than' err.txt || { echo "FAILED: /dev/zero message: $(cat err.txt)"; fail=1; }
   one_line_error "$zipccl" decompress --max-output many mo.zpc mo.back
+  # a --max-output whose input limit (itself + 1/16 + 1 MiB) would wrap to 5 bytes: saturates
+  check "'$zipccl' decompress --max-output 17361641481137414631 mo.zpc mo.back >/dev/null && cmp -s x.bf16 mo.back"
+  # without --max-output the limits are half the memory, or half of ulimit -v: /dev/zero is refused
+  # once read that far (under a 3 GB address space, 1.5 GB: about a second), for every command
+  # (skipped where the tool cannot start under that limit, as with AddressSanitizer's shadow)
+  if bash -c "ulimit -v 3000000 && exec '$zipccl' --help" >/dev/null 2>&1; then
+    for cmd in "decompress /dev/zero z.back" "compress --dtype bf16 /dev/zero z.zpc" "inspect --dtype bf16 /dev/zero"; do
+      bash -c "ulimit -v 3000000 && exec '$zipccl' $cmd" >out.txt 2>err.txt
+      rc=$?
+      if [ $rc -ne 1 ] || ! grep -q '/dev/zero holds more than' err.txt; then
+        echo "FAILED: $cmd under ulimit -v: exit $rc, $(cat err.txt)"; fail=1
+      fi
+    done
+  fi
   one_line_error "$zipccl" compress --dtype bf16 --max-output 10 x.bf16 mo2.zpc
   # 3. no thread can be started (a process limit of 1 for an unprivileged user): the work is done
   #    on the calling thread instead of std::terminate
