@@ -218,6 +218,37 @@ TEST_CASE("zero symbols are the two smallest free values", "[host][corruption][z
   CHECK(rans::table_ok(c.data(), 4, zeros(1, 120)) == false);
 }
 
+// The table's rule on whole streams: a chunk whose zeros are all +0.0 has no -0.0 symbol in its
+// table, so moving zn to another free value changes no decoded element; only the rule (every value
+// below zn but zp in the table) turns it away. Every decoder path of this build.
+TEMPLATE_TEST_CASE("a zero symbol moved to a larger free value is corrupt", "[host][corruption][zero]", bf16, fp16,
+                   fp32) {
+  using E = TestType;
+  using Codec = codec<E, codebook::entropy>;
+  const std::uint64_t n = 2 * 4096;
+  const auto v = testing::make_element_sparse<E>(n, 0.5, 0.0, 0.03, 17);  // zeros: +0.0 only
+  host::compress_options opt;
+  opt.chunk_elems = 4096;
+  for (bool checksum : {false, true}) {
+    opt.checksum = checksum;
+    const auto s = host::compress<Codec>(v.data(), v.size(), opt);
+    std::vector<std::uint8_t> out(n * sizeof(typename E::bits_type) + 64);
+    REQUIRE(decode<Codec>(s, s.size(), out) == status::success);
+    const std::uint64_t off = format::directory_entry(s.data(), 0);
+    REQUIRE(s[off] == static_cast<std::uint8_t>(format::chunk_mode::rans_zeros));
+    const std::uint8_t* table = s.data() + off + codec_detail::rans::layout<E>::table_offset(format::chunk_header_bytes);
+    const unsigned zn = s[off + 3];
+    REQUIRE(((table[zn / 8] >> (zn % 8)) & 1u) == 0u);  // no -0.0 in the chunk
+    REQUIRE(((table[255 / 8] >> 7) & 1u) == 0u);        // 255 is free too
+    REQUIRE(zn < 255);
+    auto bad = s;
+    bad[off + 3] = 255;
+    testing::repair_hashes(bad);
+    INFO("checksum " << checksum);
+    CHECK(decode<Codec>(bad, bad.size(), out) == status::corrupt);
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host][corruption]",
                         testing::host_codecs) {
   const bool sparse = GENERATE(false, true);
@@ -354,8 +385,8 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     bad = s;
     std::swap(bad[off + 2], bad[off + 3]);
     expect(bad, "zp and zn swapped");
-    // zn moved to a value that is free but not the second smallest free one (the span is the same):
-    // the table's rule, on every decoder path
+    // zn moved to a value that is free but not the second smallest free one (the span is the same;
+    // here the -0.0 elements then also mis-decode: the test case above isolates the table's rule)
     bad = s;
     REQUIRE(bad[off + 3] < 255);
     bad[off + 3] = 255;

@@ -124,16 +124,20 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
     const format::chunk_header h = format::read_chunk_header(fast.data());
     const bool masked = format::mode_has_zero_mask(h.mode);
     const std::uint64_t base = format::body_offset(m, masked), nsym = h.table[0] + 1u;
-    for (int delta : {-33, -32, -31, -3, -2, -1, 1, 2, 3}) {
-      if (static_cast<std::int64_t>(h.escapes) + delta < 0) continue;
+    // the chunk with header g in place of its own, its check value repaired
+    const auto with_header = [&](const format::chunk_header& g) {
       auto bad = fast;
-      format::chunk_header g = h;
-      g.escapes = static_cast<std::uint32_t>(static_cast<std::int64_t>(h.escapes) + delta);
       format::write_chunk_header(bad.data(), g);
       format::store_chunk_check(bad.data(), format::chunk_check(bad.data(), a, checksum,
                                                                 codec_detail::rans::layout<E>::words_offset(base, nsym)));
+      return bad;
+    };
+    for (int delta : {-33, -32, -31, -3, -2, -1, 1, 2, 3}) {
+      if (static_cast<std::int64_t>(h.escapes) + delta < 0) continue;
+      format::chunk_header g = h;
+      g.escapes = static_cast<std::uint32_t>(static_cast<std::int64_t>(h.escapes) + delta);
       INFO("escapes " << h.escapes << " + " << delta);
-      compare_decoders<E>(bad, a, m, checksum);
+      compare_decoders<E>(with_header(g), a, m, checksum);
     }
     // with zero symbols: a zero count a few off, alone (the rest section moves by up to the
     // padding) or with the word count moved by as many bytes (the span still fits), so that the
@@ -147,15 +151,12 @@ void compare_paths(const std::vector<typename Codec::bits_type>& v, bool checksu
           const std::int64_t zeros = static_cast<std::int64_t>(z.count) + delta;
           const std::int64_t n_words = static_cast<std::int64_t>(h.escapes) + (words_too ? delta * rest_bytes / 2 : 0);
           if (zeros < 0 || n_words < 0 || (words_too && (delta * rest_bytes) % 2 != 0)) continue;
-          auto bad = fast;
           format::chunk_header g = h;
           codec_detail::rans::zero_symbols y = z;
           y.count = static_cast<std::uint64_t>(zeros);
           codec_detail::rans::store_header_zero_symbols(y, g.table);
           g.escapes = static_cast<std::uint32_t>(n_words);
-          format::write_chunk_header(bad.data(), g);
-          format::store_chunk_check(bad.data(), format::chunk_check(bad.data(), a, checksum,
-                                                                    codec_detail::rans::layout<E>::words_offset(base, nsym)));
+          const auto bad = with_header(g);
           INFO("zeros " << z.count << " + " << delta << (words_too ? ", words moved too" : ""));
           format::chunk_header moved;
           codec_detail::body_shape body;
