@@ -375,6 +375,9 @@ class block_decode {
           }
           if (live) s_.rans.staged[first + lane - base] = v;
         }
+        // (every lane has read j0 and next0 before lane 0 moves them: a pass of zero groups
+        // only has no ballot to order the read before the write)
+        __syncwarp();
         if (lane == 0) {  // where the next pass's inputs start
           s_.rans.j0 = j < b ? j : b;  // (past b only in a corrupt chunk)
           s_.rans.next0 = next < n_words ? next : n_words;

@@ -16,7 +16,8 @@
 // m are ignored). The bytes written are those the host's encode_chunk writes for the same
 // elements and table, so any executor decodes them; a chunk is a valid chunk of a stream when it
 // is placed at a 16-byte-aligned offset and m follows the stream's chunk size
-// (format::chunk_elements). Every thread of the block calls every member with the same m.
+// (format::chunk_elements). Every thread of the block calls every member with the same m, and
+// write() with the elements plan() saw: the chunk's size and layout are plan()'s.
 // With zero masks (the default, as host::compress_options::zero_groups), a chunk whose all-zero
 // 64-element groups pay for a mask is written in a zero_* mode (stream version 2); the
 // collectives' wires, whose sizes follow from the counts, encode without.

@@ -261,7 +261,8 @@ struct window_table {
   // The two lookups of eight symbols; false when a lane's symbol is outside the window.
   bool lookup(__m256i sym, __m256i* freq_cum, __m256i* recip) const {
     const __m256i i = _mm256_sub_epi32(sym, lo);
-    if (!_mm256_testz_si256(i, _mm256_set1_epi32(~31))) return false;
+    const __m256i above = _mm256_srli_epi32(i, 5);  // (a shift, not a mask: no constant to keep)
+    if (!_mm256_testz_si256(above, above)) return false;
     const __m256 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 28)), b4 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 27));
     const auto pick = [&](const __m256i* t) {
       const auto two = [&](const __m256i* u) {
@@ -299,7 +300,7 @@ struct encode_kernel {
   }
   // Codes the group's symbols (four registers of eight lanes, lane order).
   void code(const __m256i (&sym)[4], std::uint8_t* out, std::uint64_t* top) {
-    const __m256i lo16 = _mm256_set1_epi32(0xFFFF), one = _mm256_set1_epi32(1);
+    const __m256i one = _mm256_set1_epi32(1);
     const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                                0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     std::uint64_t t = *top;
@@ -309,7 +310,8 @@ struct encode_kernel {
         fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
         rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
       }
-      const __m256i f = _mm256_and_si256(fc, lo16), cum = _mm256_srli_epi32(fc, 16);
+      // (the low halves by a blend with zero: the register pressure here would reload a mask)
+      const __m256i f = _mm256_blend_epi16(fc, _mm256_setzero_si256(), 0xAA), cum = _mm256_srli_epi32(fc, 16);
       // push where x >= f << 20, i.e. where x is above b = (f << 20) - 1 (f = 4096 never pushes: b
       // wraps to 2^32 - 1); stay marks the lanes where max(x, b) is b
       const __m256i b = _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one);
