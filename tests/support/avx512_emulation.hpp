@@ -176,6 +176,9 @@ inline __m512i mask_sub_epi32(__m512i src, __mmask16 k, __m512i a, __m512i b) {
 inline __m512i mask_or_epi32(__m512i src, __mmask16 k, __m512i a, __m512i b) {
   return select<u32>(k, src, or_si512(a, b));
 }
+inline __m512i mask_add_epi8(__m512i src, __mmask64 k, __m512i a, __m512i b) {
+  return select<u8>(k, src, zip<u8>(a, b, [](u8 x, u8 y) { return static_cast<u8>(x + y); }));
+}
 inline __m512i mask_blend_epi32(__mmask16 k, __m512i a, __m512i b) { return select<u32>(k, a, b); }
 inline __m512i mask_mov_epi8(__m512i src, __mmask64 k, __m512i a) { return select<u8>(k, src, a); }
 inline __m512i maskz_mov_epi8(__mmask64 k, __m512i a) { return select<u8>(k, set1<u8>(0), a); }
@@ -296,6 +299,23 @@ inline __m512i widen(V a) {
   for (unsigned i = 0; i < r.n; ++i) r[i] = x[i];
   return to<__m512i>(r);
 }
+// packs with unsigned saturation, per 128-bit lane: the lane's narrowed elements of a, then of b
+template <class From, class To>
+inline __m512i packus(__m512i a, __m512i b) {
+  const auto x = of<From>(a), y = of<From>(b);
+  lanes<To> r{};
+  constexpr unsigned per = 16 / sizeof(From);  // elements of one operand per lane
+  const auto sat = [](From v) {
+    constexpr long long top = (1ll << (8 * sizeof(To))) - 1;
+    return static_cast<To>(v < 0 ? 0 : (static_cast<long long>(v) > top ? top : v));
+  };
+  for (unsigned l = 0; l < 4; ++l)
+    for (unsigned i = 0; i < per; ++i) {
+      r[2 * per * l + i] = sat(x[per * l + i]);
+      r[2 * per * l + per + i] = sat(y[per * l + i]);
+    }
+  return to<__m512i>(r);
+}
 inline __m512i castsi256_si512(__m256i a) {
   __m512i r = set1<u8>(0xA5);  // (the upper half is undefined: a pattern that no code may rely on)
   std::memcpy(&r, &a, 32);
@@ -398,6 +418,8 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_mask_sub_epi32 zipccl_emu::mask_sub_epi32
 #undef _mm512_mask_or_epi32
 #define _mm512_mask_or_epi32 zipccl_emu::mask_or_epi32
+#undef _mm512_mask_add_epi8
+#define _mm512_mask_add_epi8 zipccl_emu::mask_add_epi8
 #undef _mm512_mask_blend_epi32
 #define _mm512_mask_blend_epi32 zipccl_emu::mask_blend_epi32
 #undef _mm512_mask_mov_epi8
@@ -454,6 +476,10 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_cvtepu16_epi32(a) zipccl_emu::widen<std::uint16_t, std::uint32_t, __m256i>(a)
 #undef _mm512_cvtepu8_epi32
 #define _mm512_cvtepu8_epi32(a) zipccl_emu::widen<std::uint8_t, std::uint32_t, __m128i>(a)
+#undef _mm512_packus_epi16
+#define _mm512_packus_epi16(a, b) zipccl_emu::packus<std::int16_t, std::uint8_t>((a), (b))
+#undef _mm512_packus_epi32
+#define _mm512_packus_epi32(a, b) zipccl_emu::packus<std::int32_t, std::uint16_t>((a), (b))
 #undef _mm512_castsi256_si512
 #define _mm512_castsi256_si512 zipccl_emu::castsi256_si512
 #undef _mm512_castsi512_si256

@@ -360,7 +360,12 @@ ZIPCCL_HOST_DEVICE std::uint64_t seal_rans_chunk(const rans_plan& plan, const st
   using RL = rans::layout<E>;
   const std::uint64_t r = plan.rests, base = shape.base, nsym = plan.nsym;
   const std::uint64_t n_words = (plan.cap - top) / 2;
-  for (std::uint64_t i = 0; i < 2 * n_words; ++i) out[plan.stream_at + i] = out[top + i];  // down: never overlaps wrongly
+  // the stream down to its place (a forward copy: the source is never below the destination)
+#if defined(__CUDA_ARCH__)
+  for (std::uint64_t i = 0; i < 2 * n_words; ++i) out[plan.stream_at + i] = out[top + i];
+#else
+  std::memmove(out + plan.stream_at, out + top, 2 * n_words);
+#endif
   rans::write_table(plan.freq, nsym, out + RL::table_offset(base));
   for (unsigned l = 0; l < rans::lanes; ++l) store_le<std::uint32_t>(out + RL::states_offset(base, nsym) + 4 * l, x[l]);
   const std::uint64_t end = RL::content_end(r, base, nsym, n_words);

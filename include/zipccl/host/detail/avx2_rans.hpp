@@ -128,16 +128,18 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
   avx2::store_rest<E>(v, bytes, words);
 }
 
-// codec_detail::plan_rans_chunk with the symbol counts taken 32 at a time (avx2::byte_histogram).
+// codec_detail::plan_rans_chunk with the symbol counts taken by the kernel's count
+// (avx2::byte_histogram, 32 at a time; on AVX-512, avx512::rans_simd::count_symbols for bf16, fp32).
 // The zeros are counted only where the counts of their symbols leave room for enough of them to
 // give the body zero symbols (rans::zeros_pay).
-template <class E>
+// Count(in, m, shape, counts) takes the counts (avx2::byte_histogram, or the AVX-512 one).
+template <class E, class Count>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
-                       codec_detail::rans_plan* plan) {
+                       codec_detail::rans_plan* plan, Count&& count) {
   using S = rans::split<E>;
   if (shape.elems == 0) return false;
   std::uint32_t counts[rans::symbols];
-  avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
+  count(in, m, shape, counts);
   const std::uint64_t could_be_zero =
       counts[S::pos_zero_symbol] + (S::neg_zero_symbol != S::pos_zero_symbol ? counts[S::neg_zero_symbol] : 0u);
   std::uint64_t n_pos = 0, n_neg = 0;
@@ -288,6 +290,11 @@ struct encode_kernel {
   __m256i X[4];
   encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
       : et(t), wt(windowed ? window_table(plan, t) : window_table()), mt(tables()), X() {}
+  // The body's symbol counts (plan_chunk).
+  static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
+                    std::uint32_t* counts) {
+    avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
+  }
   void load(const std::uint32_t* x) { load_states(x, X); }
   void store(std::uint32_t* x) const { store_states(X, x); }
   // Codes the group at `in`, its rest sections at bytes and words, its stream words pushed below
@@ -579,7 +586,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
   codec_detail::rans_plan plan;
-  if (!plan_chunk<E>(in, m, shape, &plan))
+  if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
   // a body with zero symbols (rans::zeros_pay): the AVX2 zero-symbol kernel
   if (plan.zero.on) return encode_zeros_chunk<E>(in, m, checksum, out, shape, plan);

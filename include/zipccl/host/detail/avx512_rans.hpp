@@ -97,6 +97,102 @@ inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t*
   }
 }
 
+// The exact counts of a body's symbols (bf16, fp32: the exponent byte), for plan_chunk. The
+// symbols of two groups make one register of 64 bytes (in whatever order the packs leave them);
+// the sixteen symbols of a window and symbol 0 (zeros, subnormals) each have a register of byte
+// counters that a compare's mask increments, and the few symbols outside take a scalar count. The
+// window starts where the first group's largest symbol puts it and moves to the sixteen busiest
+// symbols so far whenever the byte counters are emptied into the counts (after 4 registers, then
+// every 255, before a counter can wrap), if too many symbols fell outside it.
+template <class E>
+void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint32_t* counts) {
+  static_assert(!std::is_same_v<E, fp16>, "count_symbols: fp16's symbols fill no window of sixteen");
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  using S = rans::split<E>;
+  constexpr unsigned W = 16;
+  for (unsigned v = 0; v < rans::symbols; ++v) counts[v] = 0;
+  // a group's 32 symbols as 16-bit values in one register
+  const auto symbols16 = [&](const std::uint8_t* g) {
+    if constexpr (std::is_same_v<E, fp32>) {
+      const __m512i ff = _mm512_set1_epi32(0xFF);
+      return _mm512_packus_epi32(_mm512_and_si512(_mm512_srli_epi32(_mm512_loadu_si512(g), 23), ff),
+                                 _mm512_and_si512(_mm512_srli_epi32(_mm512_loadu_si512(g + 64), 23), ff));
+    } else {
+      return _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(g), 7), _mm512_set1_epi16(0xFF));
+    }
+  };
+  __m512i acc[W], zeros = _mm512_setzero_si512();
+  for (unsigned j = 0; j < W; ++j) acc[j] = _mm512_setzero_si512();
+  unsigned lo = 0, filled = 0, flush_at = 4;  // lo = 0: no window yet
+  std::uint64_t outside = 0, counted = 0;
+  const auto flush = [&] {
+    const auto sum = [](__m512i c) {
+      return static_cast<std::uint32_t>(_mm512_reduce_add_epi64(_mm512_sad_epu8(c, _mm512_setzero_si512())));
+    };
+    for (unsigned j = 0; j < W; ++j) counts[lo + j] += sum(acc[j]), acc[j] = _mm512_setzero_si512();
+    counts[0] += sum(zeros);
+    zeros = _mm512_setzero_si512();
+    filled = 0;
+    if (8 * outside > counted) {  // more than 1/8 outside: the busiest sixteen (of 1..255) so far
+      std::uint64_t best = 0, run = 0;
+      unsigned at = 1;
+      for (unsigned v = 1; v < rans::symbols; ++v) {  // run: the counts of v - W + 1 .. v
+        run += counts[v];
+        if (v > W) run -= counts[v - W];
+        if (v >= W && run > best) best = run, at = v - W + 1;
+      }
+      lo = at;
+    }
+    outside = counted = 0;
+  };
+  const auto count64 = [&](__m512i bytes, __mmask64 valid) {
+    if (lo == 0) {  // the window's top three above the first group's largest symbol
+      alignas(64) std::uint8_t b[64];
+      _mm512_storeu_si512(b, bytes);
+      unsigned top = 0;
+      for (unsigned i = 0; i < 64; ++i)
+        if (((valid >> i) & 1u) && b[i] > top) top = b[i];
+      lo = top + 3 < W ? 1u : (top + 3 > rans::symbols - 1 ? rans::symbols - W : top + 3 - W + 1);
+    }
+    const __m512i d = _mm512_sub_epi8(bytes, _mm512_set1_epi8(static_cast<char>(lo)));
+    const __m512i one = _mm512_set1_epi8(1);
+    for (unsigned j = 0; j < W; ++j) {
+      const __mmask64 k = _mm512_mask_cmpeq_epi8_mask(valid, d, _mm512_set1_epi8(static_cast<char>(j)));
+      acc[j] = _mm512_mask_add_epi8(acc[j], k, acc[j], one);
+    }
+    const __mmask64 z = _mm512_mask_cmpeq_epi8_mask(valid, bytes, _mm512_setzero_si512());
+    zeros = _mm512_mask_add_epi8(zeros, z, zeros, one);
+    const __mmask64 out = _mm512_mask_cmpge_epu8_mask(valid & ~z, d, _mm512_set1_epi8(static_cast<char>(W)));
+    if (out) {
+      alignas(64) std::uint8_t b[64];
+      _mm512_storeu_si512(b, bytes);
+      for (std::uint64_t o = out; o; o &= o - 1) ++counts[b[_tzcnt_u64(o)]];
+      outside += static_cast<unsigned>(_mm_popcnt_u64(out));
+    }
+    counted += static_cast<unsigned>(_mm_popcnt_u64(valid));
+    if (++filled == flush_at) {
+      flush();
+      flush_at = 255;
+    }
+  };
+  __m512i pending = _mm512_setzero_si512();
+  bool have = false;
+  avx2::for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
+    if (lanes < format::group_elems) {
+      for (unsigned i = 0; i < lanes; ++i) ++counts[S::symbol(format::load_le<bits_type>(in + (first + i) * L::elem_size))];
+      return;
+    }
+    const __m512i s = symbols16(in + first * L::elem_size);
+    if (have) count64(_mm512_packus_epi16(pending, s), ~__mmask64{0});
+    else pending = s;
+    have = !have;
+  });
+  // (packus_epi16 takes bytes 0..7 of each 16 from its first operand)
+  if (have) count64(_mm512_packus_epi16(pending, pending), __mmask64{0x00FF00FF00FF00FFull});
+  flush();
+}
+
 // The encoder's kernel of a full group for the group loop of avx2::rans_simd::encode_chunk_with:
 // the 32 states in two registers, lanes 31..16 first.
 template <class E>
@@ -109,6 +205,12 @@ struct encode_kernel {
   __m512i X[2];
   encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
       : et(t), wt(windowed ? window_table(plan, t) : window_table()), X() {}
+  // The body's symbol counts (plan_chunk).
+  static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
+                    std::uint32_t* counts) {
+    if constexpr (std::is_same_v<E, fp16>) avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
+    else count_symbols<E>(in, m, shape, counts);
+  }
   void load(const std::uint32_t* x) {
     for (int k = 0; k < 2; ++k) X[k] = _mm512_loadu_si512(x + 16 * k);
   }
