@@ -497,7 +497,8 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
   const std::uint64_t base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   encode_zeros_kernel<E> kernel(plan, et);
-  rans::divisor div[rans::symbols];  // for the short group only
+  rans::divisor div[rans::symbols];  // for the reference's group steps (computed at the first)
+  bool have_div = false;
   std::uint64_t top = plan.cap;
   std::uint8_t* words = out + RL::words_offset(base, nsym);
   std::uint8_t* bytes = out + RL::bytes_offset(plan.rests, base, nsym);
@@ -509,8 +510,12 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
     if (codec_detail::in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
-    if (lanes < rans::lanes) {  // the chunk's short last group, coded first
-      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+    // the reference's group step for the short last group and near the rest sections, as in
+    // encode_chunk_with
+    if (lanes < rans::lanes || top < plan.stream_at + 2 * rans::lanes + 16) {
+      if (!have_div)
+        for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+      have_div = true;
       kernel.store(x);
       std::uint64_t t = top, r = at;
       if (!codec_detail::encode_rans_group_zeros<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words, bytes, &r,
@@ -521,8 +526,6 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
       kernel.load(x);
       continue;
     }
-    // as encode_chunk_with: too close to the rest sections, the reference decides the chunk
-    if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
     std::uint64_t t = top, r = at;
     kernel.group(in + first * L::elem_size, bytes, words, &r, out, &t);
     top = t;
@@ -593,7 +596,8 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   Kernel kernel(plan, et);
-  rans::divisor div[rans::symbols];  // for the short group only
+  rans::divisor div[rans::symbols];  // for the reference's group steps (computed at the first)
+  bool have_div = false;
   std::uint64_t top = plan.cap;
   std::uint8_t* words = out + RL::words_offset(base, nsym);
   std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
@@ -606,8 +610,14 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
     at -= lanes;
-    if (lanes < rans::lanes) {  // the chunk's short last group, coded first
-      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+    // the reference's group step for the chunk's short last group (coded first), and for every
+    // group once the stream comes close to the rest sections: a group pushes at most 64 bytes,
+    // and an AVX2 store may reach 16 bytes below the stream's start, while the reference checks
+    // every word (and, where they run out, the chunk is stored, as the reference would store it)
+    if (lanes < rans::lanes || top < plan.stream_at + 2 * rans::lanes + 16) {
+      if (!have_div)
+        for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+      have_div = true;
       kernel.store(x);
       std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
       if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + at * W,
@@ -617,9 +627,6 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
       kernel.load(x);
       continue;
     }
-    // a group pushes at most 64 bytes, and an AVX2 store may reach 16 bytes below the stream's
-    // start: too close to the rest sections, the reference decides (and writes) the chunk
-    if (top < plan.stream_at + 2 * rans::lanes + 16) return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
     std::uint64_t t = top;
     kernel.group(in + first * L::elem_size, bytes + at, words + at * W, out, &t);
     top = t;
