@@ -128,11 +128,10 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
   avx2::store_rest<E>(v, bytes, words);
 }
 
-// codec_detail::plan_rans_chunk with the symbol counts taken by the kernel's count
-// (avx2::byte_histogram, 32 at a time; on AVX-512, avx512::rans_simd::count_symbols for bf16, fp32).
-// The zeros are counted only where the counts of their symbols leave room for enough of them to
-// give the body zero symbols (rans::zeros_pay).
-// Count(in, m, shape, counts) takes the counts (avx2::byte_histogram, or the AVX-512 one).
+// codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
+// kernel's (avx2::byte_histogram, 32 at a time; on AVX-512, avx512::rans_simd::count_symbols for
+// bf16 and fp32). The zeros are counted only where the counts of their symbols leave room for
+// enough of them to give the body zero symbols (rans::zeros_pay).
 template <class E, class Count>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                        codec_detail::rans_plan* plan, Count&& count) {
@@ -488,6 +487,25 @@ struct decode_zeros_kernel : decode_kernel<E> {
   }
 };
 
+// The encoders' hand-over to the reference's group step: for a chunk's short last group, and for
+// every group once the stream comes close to the rest sections (a group pushes at most 64 bytes,
+// and an AVX2 store may reach 16 bytes below the stream's start; the reference checks every word
+// and, where they run out, the chunk is stored, as the reference would store it). The divisors
+// are made at the first such group.
+struct reference_steps {
+  rans::divisor div[rans::symbols];
+  bool ready = false;
+  static bool needed(const codec_detail::rans_plan& plan, unsigned lanes, std::uint64_t top) {
+    return lanes < rans::lanes || top < plan.stream_at + 2 * rans::lanes + 16;
+  }
+  const rans::divisor* divisors(const codec_detail::rans_plan& plan) {
+    if (!ready)
+      for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
+    ready = true;
+    return div;
+  }
+};
+
 // Encodes one chunk whose plan has zero symbols (codec_detail::encode_rans_chunk's bytes).
 template <class E>
 std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
@@ -497,8 +515,7 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
   const std::uint64_t base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   encode_zeros_kernel<E> kernel(plan, et);
-  rans::divisor div[rans::symbols];  // for the reference's group steps (computed at the first)
-  bool have_div = false;
+  reference_steps ref;
   std::uint64_t top = plan.cap;
   std::uint8_t* words = out + RL::words_offset(base, nsym);
   std::uint8_t* bytes = out + RL::bytes_offset(plan.rests, base, nsym);
@@ -510,15 +527,10 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
     if (codec_detail::in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
-    // the reference's group step for the short last group and near the rest sections, as in
-    // encode_chunk_with
-    if (lanes < rans::lanes || top < plan.stream_at + 2 * rans::lanes + 16) {
-      if (!have_div)
-        for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
-      have_div = true;
+    if (reference_steps::needed(plan, lanes, top)) {
       kernel.store(x);
       std::uint64_t t = top, r = at;
-      if (!codec_detail::encode_rans_group_zeros<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words, bytes, &r,
+      if (!codec_detail::encode_rans_group_zeros<E>(plan, ref.divisors(plan), in + first * L::elem_size, lanes, x, &t, words, bytes, &r,
                                                     out))
         return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
       top = t;
@@ -596,8 +608,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   Kernel kernel(plan, et);
-  rans::divisor div[rans::symbols];  // for the reference's group steps (computed at the first)
-  bool have_div = false;
+  reference_steps ref;
   std::uint64_t top = plan.cap;
   std::uint8_t* words = out + RL::words_offset(base, nsym);
   std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
@@ -610,17 +621,10 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
     at -= lanes;
-    // the reference's group step for the chunk's short last group (coded first), and for every
-    // group once the stream comes close to the rest sections: a group pushes at most 64 bytes,
-    // and an AVX2 store may reach 16 bytes below the stream's start, while the reference checks
-    // every word (and, where they run out, the chunk is stored, as the reference would store it)
-    if (lanes < rans::lanes || top < plan.stream_at + 2 * rans::lanes + 16) {
-      if (!have_div)
-        for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
-      have_div = true;
+    if (reference_steps::needed(plan, lanes, top)) {  // (the short last group comes first)
       kernel.store(x);
       std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
-      if (!codec_detail::encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &t, words + at * W,
+      if (!codec_detail::encode_rans_group<E>(plan, ref.divisors(plan), in + first * L::elem_size, lanes, x, &t, words + at * W,
                                               bytes + at, out))
         return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
       top = t;
