@@ -226,6 +226,9 @@ inline __mmask64 mask_cmpeq_epi8_mask(__mmask64 k, __m512i a, __m512i b) {
 inline __mmask64 mask_cmpge_epu8_mask(__mmask64 k, __m512i a, __m512i b) {
   return k & compare<u8>(a, b, [](u8 x, u8 y) { return x >= y; });
 }
+inline __mmask16 cmpeq_epi32_mask(__m512i a, __m512i b) {
+  return static_cast<__mmask16>(compare<u32>(a, b, [](u32 x, u32 y) { return x == y; }));
+}
 inline __mmask16 cmpge_epu32_mask(__m512i a, __m512i b) {
   return static_cast<__mmask16>(compare<u32>(a, b, [](u32 x, u32 y) { return x >= y; }));
 }
@@ -319,6 +322,11 @@ inline __m512i packus(__m512i a, __m512i b) {
 inline __m512i castsi256_si512(__m256i a) {
   __m512i r = set1<u8>(0xA5);  // (the upper half is undefined: a pattern that no code may rely on)
   std::memcpy(&r, &a, 32);
+  return r;
+}
+inline __m128i castsi512_si128(__m512i a) {
+  __m128i r;
+  std::memcpy(&r, &a, 16);
   return r;
 }
 inline __m256i castsi512_si256(__m512i a) {
@@ -434,6 +442,8 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_reduce_add_epi64 zipccl_emu::reduce_add_epi64
 #undef _mm512_cmp_epu8_mask
 #define _mm512_cmp_epu8_mask zipccl_emu::cmp_epu8_mask
+#undef _mm512_cmpeq_epi32_mask
+#define _mm512_cmpeq_epi32_mask zipccl_emu::cmpeq_epi32_mask
 #undef _mm512_mask_cmpeq_epi8_mask
 #define _mm512_mask_cmpeq_epi8_mask zipccl_emu::mask_cmpeq_epi8_mask
 #undef _mm512_mask_cmpge_epu8_mask
@@ -462,6 +472,10 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_maskz_compress_epi8(k, a) zipccl_emu::maskz_compress<std::uint8_t>((k), (a))
 #undef _mm512_maskz_compress_epi32
 #define _mm512_maskz_compress_epi32(k, a) zipccl_emu::maskz_compress<std::uint32_t>((k), (a))
+#undef _mm512_maskz_compress_epi16
+#define _mm512_maskz_compress_epi16(k, a) zipccl_emu::maskz_compress<std::uint16_t>((k), (a))
+#undef _mm512_maskz_expand_epi16
+#define _mm512_maskz_expand_epi16(k, a) zipccl_emu::maskz_expand<std::uint16_t>((k), (a))
 #undef _mm512_maskz_expand_epi8
 #define _mm512_maskz_expand_epi8(k, a) zipccl_emu::maskz_expand<std::uint8_t>((k), (a))
 #undef _mm512_maskz_expand_epi32
@@ -482,6 +496,8 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_packus_epi32(a, b) zipccl_emu::packus<std::int32_t, std::uint16_t>((a), (b))
 #undef _mm512_castsi256_si512
 #define _mm512_castsi256_si512 zipccl_emu::castsi256_si512
+#undef _mm512_castsi512_si128
+#define _mm512_castsi512_si128 zipccl_emu::castsi512_si128
 #undef _mm512_castsi512_si256
 #define _mm512_castsi512_si256 zipccl_emu::castsi512_si256
 #undef _mm512_extracti32x4_epi32

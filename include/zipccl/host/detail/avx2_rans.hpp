@@ -20,8 +20,8 @@
 // near the end of the stream and chunks whose stream comes close to the stored size go through
 // the reference's own group functions, so the bytes out of the encoder, and the values and
 // statuses out of the decoder, are those of codec_detail (test_host_simd compares them). Bodies
-// with zero symbols (enough elements +0.0 or -0.0, rans::zeros_pay: sparse data) take the
-// AVX2 kernels encode_zeros_kernel and decode_zeros_kernel, on AVX-512 machines too: the zeros'
+// with zero symbols (enough elements +0.0 or -0.0, rans::zeros_pay: sparse data) take
+// encode_zeros_kernel and decode_zeros_kernel (on AVX-512 machines avx512_rans.hpp's): the zeros'
 // lanes are found by comparing symbols (decoder) or elements (encoder) with the zero symbols, and
 // the other lanes' rests are packed or spread eight at a time by pshufb from 256-entry tables.
 #pragma once
@@ -224,13 +224,19 @@ struct alignas(64) encode_table {
   }
   // The entries of the Width consecutive symbols that hold the most of the chunk's frequency (the
   // first such window; zeros past symbol 255), for the register lookups; returns its first symbol.
+  // With skip, the frequencies of its symbols (zero symbols, which a kernel looks up apart) do
+  // not count.
   template <unsigned Width>
-  unsigned window(const codec_detail::rans_plan& plan, std::uint32_t* fc, std::uint32_t* r) const {
+  unsigned window(const codec_detail::rans_plan& plan, std::uint32_t* fc, std::uint32_t* r,
+                  const rans::zero_symbols* skip = nullptr) const {
+    const auto weight = [&](unsigned v) {
+      return skip != nullptr && skip->on && (v == skip->pos || v == skip->neg) ? 0u : plan.freq[v];
+    };
     std::uint32_t run = 0, best = 0;
     unsigned start = 0;
     for (unsigned v = 0; v < rans::symbols; ++v) {
-      run += plan.freq[v];
-      if (v >= Width) run -= plan.freq[v - Width];
+      run += weight(v);
+      if (v >= Width) run -= weight(v - Width);
       if (run > best) best = run, start = v >= Width - 1 ? v - (Width - 1) : 0;
     }
     for (unsigned i = 0; i < Width; ++i) {
@@ -506,15 +512,16 @@ struct reference_steps {
   }
 };
 
-// Encodes one chunk whose plan has zero symbols (codec_detail::encode_rans_chunk's bytes).
-template <class E>
+// Encodes one chunk whose plan has zero symbols (codec_detail::encode_rans_chunk's bytes), full
+// groups by Kernel (encode_zeros_kernel here, avx512::rans_simd's on AVX-512).
+template <class E, class Kernel>
 std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
                                  const codec_detail::body_shape& shape, const codec_detail::rans_plan& plan) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   const std::uint64_t base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
-  encode_zeros_kernel<E> kernel(plan, et);
+  Kernel kernel(plan, et);
   reference_steps ref;
   std::uint64_t top = plan.cap;
   std::uint8_t* words = out + RL::words_offset(base, nsym);
@@ -548,8 +555,9 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
 }
 
 // Decodes the body of a chunk with zero symbols that passed check_chunk (codec_detail::
-// decode_rans_body's values and statuses).
-template <class E>
+// decode_rans_body's values and statuses), full groups by Kernel (decode_zeros_kernel here,
+// avx512::rans_simd's on AVX-512).
+template <class E, class Kernel>
 status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                          const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
@@ -560,7 +568,7 @@ status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const forma
   alignas(64) rans::decode_table t;
   alignas(64) std::uint32_t x[rans::lanes];
   if (!sec.start(&t, x)) return status::corrupt;
-  decode_zeros_kernel<E> kernel(t, z);
+  Kernel kernel(t, z);
   kernel.load(x);
   std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
@@ -592,9 +600,10 @@ status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const forma
   return status::success;
 }
 
-// Encodes one chunk (codec_detail::encode_rans_chunk's bytes), full groups by Kernel
-// (encode_kernel here, avx512::rans_simd::encode_kernel on AVX-512).
-template <class E, class Kernel>
+// Encodes one chunk (codec_detail::encode_rans_chunk's bytes), full groups by Kernel and, in
+// bodies with zero symbols, by ZerosKernel (encode_kernel and encode_zeros_kernel here,
+// avx512::rans_simd's on AVX-512).
+template <class E, class Kernel, class ZerosKernel>
 std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
                                 const codec_detail::body_shape& shape) {
   using L = format::chunk_layout<E>;
@@ -603,8 +612,8 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
-  // a body with zero symbols (rans::zeros_pay): the AVX2 zero-symbol kernel
-  if (plan.zero.on) return encode_zeros_chunk<E>(in, m, checksum, out, shape, plan);
+  // a body with zero symbols (rans::zeros_pay)
+  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   Kernel kernel(plan, et);
@@ -642,18 +651,18 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
 template <class E>
 std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
                                 const codec_detail::body_shape& shape) {
-  return encode_chunk_with<E, encode_kernel<E>>(in, m, checksum, out, shape);
+  return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape);
 }
 
 // Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
-// values and statuses), full groups by Kernel (decode_kernel here, avx512::rans_simd's on AVX-512).
-template <class E, class Kernel>
+// values and statuses), full groups by Kernel and, in bodies with zero symbols, by ZerosKernel
+// (decode_kernel and decode_zeros_kernel here, avx512::rans_simd's on AVX-512).
+template <class E, class Kernel, class ZerosKernel>
 status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
-  // a body with zero symbols: the AVX2 zero-symbol kernel
-  if (format::mode_has_zero_symbols(h.mode)) return decode_zeros_body<E>(chunk, m, h, body, out);
+  if (format::mode_has_zero_symbols(h.mode)) return decode_zeros_body<E, ZerosKernel>(chunk, m, h, body, out);
   const codec_detail::rans_sections<E> sec(chunk, h, body);
   const std::uint64_t n_words = sec.n_words;
   const std::uint8_t *words = sec.words, *bytes = sec.bytes, *stream = sec.stream;
@@ -695,7 +704,7 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
 template <class E>
 status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
-  return decode_body_with<E, decode_kernel<E>>(chunk, m, h, body, out);
+  return decode_body_with<E, decode_kernel<E>, decode_zeros_kernel<E>>(chunk, m, h, body, out);
 }
 
 }  // namespace zipccl::host::detail::avx2::rans_simd

@@ -1,9 +1,10 @@
 // zipccl: AVX-512 encoder and decoder of rANS chunks (codebook::entropy), built where
-// ZIPCCL_HAS_AVX512 and ZIPCCL_HAS_AVX2 hold (the kernels themselves need AVX-512 F and BW only).
+// ZIPCCL_HAS_AVX512 and ZIPCCL_HAS_AVX2 hold (the kernels need AVX-512 F and BW, and VBMI2 for
+// the zero-symbol kernels' byte and word compress and expand).
 //
 // The 32 lanes of a chunk's rANS body (codec/rans.hpp) are two registers of sixteen 32-bit states.
 // One step of a register:
-//   decoder  slot = x & 4095; one 16-lane gather of the slot words; x = freq * (x >> 12) + offset;
+//   decoder  slot = x & 4095; the slot words by two 8-lane gathers; x = freq * (x >> 12) + offset;
 //            the lanes that fell below 2^16 take the next words of the stream in lane order: one
 //            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask.
 //   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
@@ -14,6 +15,12 @@
 //            store put in lane order just below the stream's current start; then
 //            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
 //            correction step.
+// Bodies with zero symbols (sparse data) take encode_zeros_kernel and decode_zeros_kernel: the
+// zeros' lanes are found by comparing elements (encoder) or symbols (decoder) with the zeros or
+// the zero symbols; the other lanes' rests of a whole group are packed together by one vpcompressb
+// (fp32's words: vpcompressw) and masked stores, or spread out to them by one vpexpandb
+// (vpexpandw). The encoder's window is placed on the other symbols, and the zero lanes' entries
+// are blended in from registers, so a register of zeros and values still avoids the gathers.
 // The group loop is the AVX2 one (avx2_rans.hpp), which takes the kernels as a parameter: short
 // groups, groups near the end of the stream and chunks whose stream comes close to the stored size
 // go through the reference's own group functions, so the bytes out of the encoder, and the values
@@ -45,9 +52,9 @@ struct window_table {
   __m512i fc[4], rcp[4];
   __m512i lo;
   window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
-  window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
+  window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
     alignas(64) std::uint32_t f[64], r[64];
-    lo = _mm512_set1_epi32(static_cast<int>(et.window<64>(plan, f, r)));
+    lo = _mm512_set1_epi32(static_cast<int>(et.window<64>(plan, f, r, skip)));
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = _mm512_load_si512(f + 16 * k);
       rcp[k] = _mm512_load_si512(r + 16 * k);
@@ -66,21 +73,25 @@ struct window_table {
   }
 };
 
-// A full group of 32 elements at `in`: the symbols as two registers of sixteen lanes, and the
-// group's rest sections written at bytes (32) and words (fp32: 32 x u16).
+// A full group of 32 elements at `in`: the symbols and the elements (zero-extended) as two
+// registers of sixteen lanes each, the 32 rest bytes (rb) and, for fp32, the 32 rest words (rw).
 template <class E>
-inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t* bytes, std::uint8_t* words) {
+inline void split_regs(const std::uint8_t* in, __m512i (&sym)[2], __m512i (&elem)[2], __m256i* rb, __m512i* rw) {
   if constexpr (std::is_same_v<E, fp32>) {
+    __m128i b[2];
+    __m256i w[2];
     for (int k = 0; k < 2; ++k) {
       const __m512i v = _mm512_loadu_si512(in + 64 * k);
+      elem[k] = v;
       sym[k] = _mm512_and_si512(_mm512_srli_epi32(v, 23), _mm512_set1_epi32(0xFF));
       const __m512i rest = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 24), _mm512_set1_epi32(0x80)),
                                            _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(0x7F)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(bytes + 16 * k), _mm512_cvtepi32_epi8(rest));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(words + 32 * k), _mm512_cvtepi32_epi16(v));
+      b[k] = _mm512_cvtepi32_epi8(rest);
+      w[k] = _mm512_cvtepi32_epi16(v);
     }
+    *rb = _mm256_set_m128i(b[1], b[0]);
+    *rw = _mm512_inserti64x4(_mm512_castsi256_si512(w[0]), w[1], 1);
   } else {
-    (void)words;
     const __m512i v = _mm512_loadu_si512(in);
     __m512i s16, r16;
     if constexpr (std::is_same_v<E, bf16>) {
@@ -93,8 +104,45 @@ inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t*
     }
     sym[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(s16));
     sym[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(s16, 1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm512_cvtepi16_epi8(r16));
+    elem[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(v));
+    elem[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1));
+    *rb = _mm512_cvtepi16_epi8(r16);
+    *rw = _mm512_setzero_si512();
   }
+}
+
+// A full group's symbols, and its rest sections written at bytes (32) and words (fp32: 32 x u16).
+template <class E>
+inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t* bytes, std::uint8_t* words) {
+  __m512i elem[2], rw;
+  __m256i rb;
+  split_regs<E>(in, sym, elem, &rb, &rw);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), rb);
+  if constexpr (std::is_same_v<E, fp32>) _mm512_storeu_si512(words, rw);
+  else (void)words;
+}
+
+// The 32 values of a group from its symbols (e & 0xFF of two registers) and rests: r, the rest
+// bytes, and lo, fp32's rest words, each zero-extended to the lanes.
+template <class E>
+inline __m512i join_lanes(__m512i sym, __m512i r, __m512i lo) {
+  if constexpr (std::is_same_v<E, fp32>)
+    return _mm512_or_si512(
+        _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x80)), 24), _mm512_slli_epi32(sym, 23)),
+        _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x7F)), 16), lo));
+  else if constexpr (std::is_same_v<E, bf16>)
+    return _mm512_or_si512(
+        _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x80)), 8), _mm512_slli_epi32(sym, 7)),
+        _mm512_and_si512(r, _mm512_set1_epi32(0x7F)));
+  else
+    return _mm512_or_si512(_mm512_slli_epi32(sym, 8), r);
+}
+
+// Stores the sixteen values of register k of a group (lanes 16k..16k+15) at out.
+template <class E>
+inline void store_lanes(std::uint8_t* out, int k, __m512i v) {
+  if constexpr (std::is_same_v<E, fp32>) _mm512_storeu_si512(out + 64 * k, v);
+  else _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k), _mm512_cvtepi32_epi16(v));
 }
 
 // The exact counts of a body's symbols (bf16, fp32: the exponent byte), for plan_chunk. The
@@ -203,8 +251,10 @@ struct encode_kernel {
   const encode_table& et;
   window_table wt;
   __m512i X[2];
-  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
-      : et(t), wt(windowed ? window_table(plan, t) : window_table()), X() {}
+  // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
+  // symbols up apart)
+  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
+      : et(t), wt(windowed ? window_table(plan, t, zero_symbols ? &plan.zero : nullptr) : window_table()), X() {}
   // The body's symbol counts (plan_chunk).
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
@@ -220,13 +270,39 @@ struct encode_kernel {
   // Codes the group at `in`, its rest sections at bytes and words, its stream words pushed below
   // out + *top (which has room for 64 bytes and more).
   void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out, std::uint64_t* top) {
-    const __m512i lo16 = _mm512_set1_epi32(0xFFFF), one = _mm512_set1_epi32(1);
     __m512i sym[2];
     split_group<E>(in, sym, bytes, words);
+    code(sym, out, top);
+  }
+  // The table entries of the zero symbols, broadcast (code<true>).
+  struct zero_entries {
+    __m512i fc_pos, fc_neg, rcp_pos, rcp_neg;
+    zero_entries(const codec_detail::rans_plan& plan, const encode_table& t)
+        : fc_pos(_mm512_set1_epi32(static_cast<int>(t.freq_cum[plan.zero.pos]))),
+          fc_neg(_mm512_set1_epi32(static_cast<int>(t.freq_cum[plan.zero.neg]))),
+          rcp_pos(_mm512_set1_epi32(static_cast<int>(t.rcp[plan.zero.pos]))),
+          rcp_neg(_mm512_set1_epi32(static_cast<int>(t.rcp[plan.zero.neg]))) {}
+  };
+  // Codes a group's symbols (two registers of sixteen lanes, lane order). Zeros: the lanes of
+  // pos[k] and neg[k] hold the zero symbols, whose entries come from z, not from the window.
+  template <bool Zeros = false>
+  void code(const __m512i (&sym)[2], std::uint8_t* out, std::uint64_t* top, const __mmask16* pos = nullptr,
+            const __mmask16* neg = nullptr, const zero_entries* z = nullptr) {
+    const __m512i lo16 = _mm512_set1_epi32(0xFFFF), one = _mm512_set1_epi32(1);
     std::uint64_t t = *top;
     for (int k = 1; k >= 0; --k) {
       __m512i fc, rcp;
-      if (!windowed || !wt.lookup(sym[k], &fc, &rcp)) {
+      bool found = false;
+      if constexpr (Zeros) {
+        if (windowed && wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.lo), &fc, &rcp)) {
+          fc = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], fc, z->fc_pos), z->fc_neg);
+          rcp = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], rcp, z->rcp_pos), z->rcp_neg);
+          found = true;
+        }
+      } else {
+        found = windowed && wt.lookup(sym[k], &fc, &rcp);
+      }
+      if (!found) {
         fc = _mm512_i32gather_epi32(sym[k], et.freq_cum, 4);
         rcp = _mm512_i32gather_epi32(sym[k], et.rcp, 4);
       }
@@ -251,6 +327,44 @@ struct encode_kernel {
   }
 };
 
+// Bodies with zero symbols: the encoder's kernel of a full group. The zeros take the symbols zp
+// and zn; the other lanes' rests, packed together in lane order by vpcompressb (fp32's words by
+// vpcompressw) in a register, go just below rest index *rest by masked stores, and *rest moves
+// down past them.
+template <class E>
+struct encode_zeros_kernel : encode_kernel<E> {
+  typename encode_kernel<E>::zero_entries ze;
+  __m512i zp, zn, neg0;
+  encode_zeros_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
+      : encode_kernel<E>(plan, t, true), ze(plan, t), zp(_mm512_set1_epi32(static_cast<int>(plan.zero.pos))),
+        zn(_mm512_set1_epi32(static_cast<int>(plan.zero.neg))),
+        neg0(_mm512_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint64_t* rest, std::uint8_t* out,
+             std::uint64_t* top) {
+    __m512i sym[2], elem[2], rw;
+    __m256i rb;
+    split_regs<E>(in, sym, elem, &rb, &rw);
+    std::uint32_t rests = 0;  // bit i: element i of the group is not a zero
+    __mmask16 pos[2], neg[2];
+    for (int k = 0; k < 2; ++k) {
+      pos[k] = _mm512_cmpeq_epi32_mask(elem[k], _mm512_setzero_si512());
+      neg[k] = _mm512_cmpeq_epi32_mask(elem[k], neg0);
+      sym[k] = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], sym[k], zp), zn);
+      rests |= static_cast<std::uint32_t>(static_cast<std::uint16_t>(~(pos[k] | neg[k]))) << (16 * k);
+    }
+    const unsigned live = static_cast<unsigned>(_mm_popcnt_u32(rests));
+    const std::uint64_t at = *rest - live;
+    _mm512_mask_storeu_epi8(bytes + at, _bzhi_u64(~std::uint64_t{0}, live),
+                            _mm512_maskz_compress_epi8(rests, _mm512_castsi256_si512(rb)));
+    if constexpr (std::is_same_v<E, fp32>)
+      _mm512_mask_storeu_epi16(words + 2 * at, _bzhi_u32(~0u, live), _mm512_maskz_compress_epi16(rests, rw));
+    else
+      (void)words;
+    *rest = at;
+    this->template code<true>(sym, out, top, pos, neg, &ze);
+  }
+};
+
 // The decoder's kernel of a full group for avx2::rans_simd::decode_body_with: lanes 0..15 first.
 template <class E>
 struct decode_kernel {
@@ -263,56 +377,97 @@ struct decode_kernel {
   void store(std::uint32_t* x) const {
     for (int k = 0; k < 2; ++k) _mm512_storeu_si512(x + 16 * k, X[k]);
   }
+  // One step of register k: its slots' words (symbol, offset, frequency), its states advanced
+  // and refilled from stream word *n on.
+  __m512i step(int k, const std::uint8_t* stream, std::uint64_t* n) {
+    const __m512i slot_mask = _mm512_set1_epi32(static_cast<int>(rans::prob_total - 1u));
+    const __m512i fff = _mm512_set1_epi32(0xFFF), one = _mm512_set1_epi32(1);
+    const __m512i low_bound = _mm512_set1_epi32(static_cast<int>(rans::state_low));
+    // (two 8-lane gathers: on AMD Zen 4 they beat one of 16 lanes in this loop, by 10-20% on
+    // sparse bodies, and match it on dense ones)
+    const __m512i sl = _mm512_and_si512(X[k], slot_mask);
+    const int* base = reinterpret_cast<const int*>(t.slot);
+    const __m512i e = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_i32gather_epi32(base, _mm512_castsi512_si256(sl), 4)),
+                                         _mm256_i32gather_epi32(base, _mm512_extracti64x4_epi64(sl, 1), 4), 1);
+    const __m512i f = _mm512_add_epi32(_mm512_srli_epi32(e, 20), one);
+    const __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(f, _mm512_srli_epi32(X[k], rans::prob_bits)),
+                                        _mm512_and_si512(_mm512_srli_epi32(e, 8), fff));
+    const __mmask16 low = _mm512_cmplt_epu32_mask(x1, low_bound);
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(stream + 2 * *n)));
+    X[k] = _mm512_mask_or_epi32(x1, low, _mm512_slli_epi32(x1, 16), _mm512_maskz_expand_epi32(low, w));
+    *n += static_cast<unsigned>(_mm_popcnt_u32(low));
+    return e;
+  }
   // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
   // words from stream[*next] on (at least 32 are left).
   void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream, std::uint64_t* next,
              std::uint8_t* out) {
-    const __m512i slot_mask = _mm512_set1_epi32(static_cast<int>(rans::prob_total - 1u));
-    const __m512i fff = _mm512_set1_epi32(0xFFF), ff = _mm512_set1_epi32(0xFF), one = _mm512_set1_epi32(1);
-    const __m512i low_bound = _mm512_set1_epi32(static_cast<int>(rans::state_low));
+    const __m512i ff = _mm512_set1_epi32(0xFF);
     std::uint64_t n = *next;
     for (int k = 0; k < 2; ++k) {
-      const __m512i e = _mm512_i32gather_epi32(_mm512_and_si512(X[k], slot_mask), t.slot, 4);
-      const __m512i f = _mm512_add_epi32(_mm512_srli_epi32(e, 20), one);
-      const __m512i x1 = _mm512_add_epi32(_mm512_mullo_epi32(f, _mm512_srli_epi32(X[k], rans::prob_bits)),
-                                          _mm512_and_si512(_mm512_srli_epi32(e, 8), fff));
-      const __mmask16 low = _mm512_cmplt_epu32_mask(x1, low_bound);
-      const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(stream + 2 * n)));
-      X[k] = _mm512_mask_or_epi32(x1, low, _mm512_slli_epi32(x1, 16), _mm512_maskz_expand_epi32(low, w));
-      n += static_cast<unsigned>(_mm_popcnt_u32(low));
-      const __m512i sym = _mm512_and_si512(e, ff);
+      const __m512i sym = _mm512_and_si512(step(k, stream, &n), ff);
       const __m512i r = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * k)));
-      if constexpr (std::is_same_v<E, fp32>) {
-        const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 32 * k)));
-        const __m512i v = _mm512_or_si512(
-            _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x80)), 24), _mm512_slli_epi32(sym, 23)),
-            _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x7F)), 16), lo));
-        _mm512_storeu_si512(out + 64 * k, v);
-      } else {
-        __m512i v;
-        if constexpr (std::is_same_v<E, bf16>)
-          v = _mm512_or_si512(
-              _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(r, _mm512_set1_epi32(0x80)), 8), _mm512_slli_epi32(sym, 7)),
-              _mm512_and_si512(r, _mm512_set1_epi32(0x7F)));
-        else
-          v = _mm512_or_si512(_mm512_slli_epi32(sym, 8), r);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k), _mm512_cvtepi32_epi16(v));
-      }
+      __m512i lo = _mm512_setzero_si512();
+      if constexpr (std::is_same_v<E, fp32>)
+        lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + 32 * k)));
+      store_lanes<E>(out, k, join_lanes<E>(sym, r, lo));
     }
     *next = n;
+  }
+};
+
+// The decoder's kernel of a full group of a body with zero symbols: lanes that decode zp or zn are
+// +0.0 or -0.0; the others' rests, stored together from rest index *rest on, go out to them by one
+// vpexpandb of 32 bytes (fp32's words by one vpexpandw) for both registers. Needs 32 rests left
+// (it reads 32 bytes, and 32 words, from *rest on).
+template <class E>
+struct decode_zeros_kernel : decode_kernel<E> {
+  __m512i zp, zn, neg0;
+  decode_zeros_kernel(const rans::decode_table& table, const rans::zero_symbols& z)
+      : decode_kernel<E>(table), zp(_mm512_set1_epi32(static_cast<int>(z.pos))),
+        zn(_mm512_set1_epi32(static_cast<int>(z.neg))),
+        neg0(_mm512_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest, const std::uint8_t* stream,
+             std::uint64_t* next, std::uint8_t* out) {
+    const __m512i ff = _mm512_set1_epi32(0xFF);
+    std::uint64_t n = *next;
+    const std::uint64_t j = *rest;
+    __m512i sym[2];
+    __mmask16 neg[2];
+    std::uint32_t rests = 0;  // bit i: element i of the group is not a zero
+    for (int k = 0; k < 2; ++k) {
+      sym[k] = _mm512_and_si512(this->step(k, stream, &n), ff);
+      const __mmask16 pos = _mm512_cmpeq_epi32_mask(sym[k], zp);
+      neg[k] = _mm512_cmpeq_epi32_mask(sym[k], zn);
+      rests |= static_cast<std::uint32_t>(static_cast<std::uint16_t>(~(pos | neg[k]))) << (16 * k);
+    }
+    const __m512i rb = _mm512_maskz_expand_epi8(
+        rests, _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + j))));
+    __m512i rw = _mm512_setzero_si512();
+    if constexpr (std::is_same_v<E, fp32>) rw = _mm512_maskz_expand_epi16(rests, _mm512_loadu_si512(words + 2 * j));
+    for (int k = 0; k < 2; ++k) {
+      const __m512i r = _mm512_cvtepu8_epi32(k == 0 ? _mm512_castsi512_si128(rb) : _mm512_extracti32x4_epi32(rb, 1));
+      const __m512i lo = _mm512_cvtepu16_epi32(k == 0 ? _mm512_castsi512_si256(rw) : _mm512_extracti64x4_epi64(rw, 1));
+      const __mmask16 live = static_cast<__mmask16>(rests >> (16 * k));
+      // zeros: +0.0 where the lane decoded zp, -0.0 where zn
+      const __m512i zero = _mm512_mask_blend_epi32(neg[k], _mm512_setzero_si512(), neg0);
+      store_lanes<E>(out, k, _mm512_mask_blend_epi32(live, zero, join_lanes<E>(sym[k], r, lo)));
+    }
+    *next = n;
+    *rest = j + static_cast<unsigned>(_mm_popcnt_u32(rests));
   }
 };
 
 template <class E>
 std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
                                 const codec_detail::body_shape& shape) {
-  return avx2::rans_simd::encode_chunk_with<E, encode_kernel<E>>(in, m, checksum, out, shape);
+  return avx2::rans_simd::encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape);
 }
 
 template <class E>
 status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
-  return avx2::rans_simd::decode_body_with<E, decode_kernel<E>>(chunk, m, h, body, out);
+  return avx2::rans_simd::decode_body_with<E, decode_kernel<E>, decode_zeros_kernel<E>>(chunk, m, h, body, out);
 }
 
 }  // namespace zipccl::host::detail::avx512::rans_simd
