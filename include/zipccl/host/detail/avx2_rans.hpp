@@ -257,9 +257,9 @@ struct window_table {
   __m256i fc[4], rcp[4];
   __m256i lo;
   window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
-  window_table(const codec_detail::rans_plan& plan, const encode_table& et) {
+  window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
     alignas(32) std::uint32_t f[32], r[32];
-    lo = _mm256_set1_epi32(static_cast<int>(et.window<32>(plan, f, r)));
+    lo = _mm256_set1_epi32(static_cast<int>(et.window<32>(plan, f, r, skip)));
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * k));
       rcp[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(r + 8 * k));
@@ -293,8 +293,11 @@ struct encode_kernel {
   window_table wt;
   const mask_tables& mt;
   __m256i X[4];
-  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
-      : et(t), wt(windowed ? window_table(plan, t) : window_table()), mt(tables()), X() {}
+  // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
+  // symbols up apart)
+  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
+      : et(t), wt(windowed ? window_table(plan, t, zero_symbols ? &plan.zero : nullptr) : window_table()), mt(tables()),
+        X() {}
   // The body's symbol counts (plan_chunk).
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
@@ -310,15 +313,37 @@ struct encode_kernel {
     split_group<E>(in, sym, bytes, words);
     code(sym, out, top);
   }
-  // Codes the group's symbols (four registers of eight lanes, lane order).
-  void code(const __m256i (&sym)[4], std::uint8_t* out, std::uint64_t* top) {
+  // The table entries of the zero symbols, broadcast (code<true>).
+  struct zero_entries {
+    __m256i fc_pos, fc_neg, rcp_pos, rcp_neg;
+    zero_entries(const codec_detail::rans_plan& plan, const encode_table& t)
+        : fc_pos(_mm256_set1_epi32(static_cast<int>(t.freq_cum[plan.zero.pos]))),
+          fc_neg(_mm256_set1_epi32(static_cast<int>(t.freq_cum[plan.zero.neg]))),
+          rcp_pos(_mm256_set1_epi32(static_cast<int>(t.rcp[plan.zero.pos]))),
+          rcp_neg(_mm256_set1_epi32(static_cast<int>(t.rcp[plan.zero.neg]))) {}
+  };
+  // Codes the group's symbols (four registers of eight lanes, lane order). Zeros: the lanes set in
+  // pos[k] and neg[k] (all ones) hold the zero symbols, whose entries come from z, not the window.
+  template <bool Zeros = false>
+  void code(const __m256i (&sym)[4], std::uint8_t* out, std::uint64_t* top, const __m256i* pos = nullptr,
+            const __m256i* neg = nullptr, const zero_entries* z = nullptr) {
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                                0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     std::uint64_t t = *top;
     for (int k = 3; k >= 0; --k) {
       __m256i fc, rcp;
-      if (!windowed || !wt.lookup(sym[k], &fc, &rcp)) {
+      bool found = false;
+      if constexpr (Zeros) {
+        if (windowed && wt.lookup(_mm256_blendv_epi8(sym[k], wt.lo, _mm256_or_si256(pos[k], neg[k])), &fc, &rcp)) {
+          fc = _mm256_blendv_epi8(_mm256_blendv_epi8(fc, z->fc_pos, pos[k]), z->fc_neg, neg[k]);
+          rcp = _mm256_blendv_epi8(_mm256_blendv_epi8(rcp, z->rcp_pos, pos[k]), z->rcp_neg, neg[k]);
+          found = true;
+        }
+      } else {
+        found = windowed && wt.lookup(sym[k], &fc, &rcp);
+      }
+      if (!found) {
         fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
         rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
       }
@@ -408,9 +433,10 @@ struct decode_kernel {
 template <class E>
 struct encode_zeros_kernel : encode_kernel<E> {
   const rest_tables& rt;
+  typename encode_kernel<E>::zero_entries ze;
   __m256i zp, zn, neg0;
   encode_zeros_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
-      : encode_kernel<E>(plan, t), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))),
+      : encode_kernel<E>(plan, t, true), rt(zero_tables()), ze(plan, t), zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))),
         zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
   void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint64_t* rest, std::uint8_t* out,
@@ -429,11 +455,14 @@ struct encode_zeros_kernel : encode_kernel<E> {
       }
     }
     unsigned live = 0;
+    __m256i pos[4], neg[4];
     for (int k = 0; k < 4; ++k) {
       const __m256i s = std::is_same_v<E, fp32> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 23), _mm256_set1_epi32(0xFF))
                         : std::is_same_v<E, bf16> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 7), _mm256_set1_epi32(0xFF))
                                                   : _mm256_srli_epi32(e[k], 8);
       const __m256i is_pos = _mm256_cmpeq_epi32(e[k], _mm256_setzero_si256()), is_neg = _mm256_cmpeq_epi32(e[k], neg0);
+      pos[k] = is_pos;
+      neg[k] = is_neg;
       sym[k] = _mm256_blendv_epi8(_mm256_blendv_epi8(s, zp, is_pos), zn, is_neg);
       const unsigned rests =
           ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(is_pos, is_neg)))) & 0xFFu;
@@ -452,7 +481,7 @@ struct encode_zeros_kernel : encode_kernel<E> {
     *rest -= live;
     std::memcpy(bytes + *rest, live_bytes, live);
     if constexpr (W != 0) std::memcpy(words + 2 * *rest, live_words, 2 * live);
-    this->code(sym, out, top);
+    this->template code<true>(sym, out, top, pos, neg, &ze);
   }
 };
 
