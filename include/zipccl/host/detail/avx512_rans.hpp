@@ -9,8 +9,8 @@
 //            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask.
 //   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
 //            symbols fall in a window of 64 values (the one that holds the most of the chunk's
-//            frequency; a lookup is two vpermt2d and a blend), else (and for fp16) by two
-//            gathers; the lanes at or
+//            frequency; a lookup is two vpermt2d and a blend; fp16: 64 magnitudes of either
+//            sign, sign_window_table), else by two gathers; the lanes at or
 //            above freq << 20 give up their low 16 bits, which vpcompressd and a masked vpmovdw
 //            store put in lane order just below the stream's current start; then
 //            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
@@ -60,7 +60,6 @@ inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
 struct window_table {
   __m512i fc[4], rcp[4];
   __m512i lo;
-  window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
   window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
     alignas(64) std::uint32_t f[64], r[64];
     lo = _mm512_set1_epi32(static_cast<int>(et.window<64>(plan, f, r, skip)));
@@ -78,6 +77,56 @@ struct window_table {
                                         _mm512_permutex2var_epi32(fc[2], i, fc[3]));
     *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]),
                                      _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
+    return true;
+  }
+};
+
+// fp16's lookups: its symbol is the high byte, sign included, so symmetric data puts a chunk's
+// symbols in two clusters 128 apart, which no window of 64 holds. The window is one of 64
+// magnitudes (the symbol's low seven bits: five exponent and two mantissa bits), the one that
+// holds the most of the chunk's frequency over both signs, with a table of 64 entries per sign; a
+// lookup is six vpermt2d and three blends per field.
+struct sign_window_table {
+  __m512i fc[2][4], rcp[2][4];  // [sign][quarter]
+  __m512i lo;                    // the window's first magnitude
+  sign_window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
+    const auto weight = [&](unsigned v) {
+      return skip != nullptr && skip->on && (v == skip->pos || v == skip->neg) ? 0u : plan.freq[v];
+    };
+    std::uint32_t run = 0, best = 0;
+    unsigned start = 0;
+    for (unsigned m = 0; m < 128; ++m) {
+      run += weight(m) + weight(m | 0x80u);
+      if (m >= 64) run -= weight(m - 64) + weight((m - 64) | 0x80u);
+      if (run > best) best = run, start = m >= 63 ? m - 63 : 0;
+    }
+    lo = _mm512_set1_epi32(static_cast<int>(start));
+    for (unsigned sign = 0; sign < 2; ++sign) {
+      alignas(64) std::uint32_t f[64], r[64];
+      for (unsigned i = 0; i < 64; ++i) {
+        const unsigned v = (start + i) | (sign << 7);
+        f[i] = start + i < 128 ? et.freq_cum[v] : 0u;
+        r[i] = start + i < 128 ? et.rcp[v] : 0u;
+      }
+      for (unsigned k = 0; k < 4; ++k) {
+        fc[sign][k] = _mm512_load_si512(f + 16 * k);
+        rcp[sign][k] = _mm512_load_si512(r + 16 * k);
+      }
+    }
+  }
+  bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
+    const __m512i i = _mm512_sub_epi32(_mm512_and_si512(sym, _mm512_set1_epi32(0x7F)), lo);
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
+    const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
+    const __mmask16 neg = _mm512_test_epi32_mask(sym, _mm512_set1_epi32(0x80));
+    const auto pick = [&](const __m512i (&t)[2][4]) {
+      const auto one = [&](const __m512i (&u)[4]) {
+        return _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(u[0], i, u[1]), _mm512_permutex2var_epi32(u[2], i, u[3]));
+      };
+      return _mm512_mask_blend_epi32(neg, one(t[0]), one(t[1]));
+    };
+    *freq_cum = pick(fc);
+    *recip = pick(rcp);
     return true;
   }
 };
@@ -269,16 +318,14 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 // the 32 states in two registers, lanes 31..16 first.
 template <class E>
 struct encode_kernel {
-  // (fp16's symbol is the high byte, sign included: symmetric data puts a chunk's symbols in two
-  // clusters 128 apart, which no window of 64 holds, so fp16 takes the gathers, as on AVX2)
-  static constexpr bool windowed = !std::is_same_v<E, fp16>;
+  static constexpr bool windowed = true;
   const encode_table& et;
-  window_table wt;
+  std::conditional_t<std::is_same_v<E, fp16>, sign_window_table, window_table> wt;
   __m512i X[2];
   // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
   // symbols up apart)
   encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
-      : et(t), wt(windowed ? window_table(plan, t, zero_symbols ? &plan.zero : nullptr) : window_table()), X() {}
+      : et(t), wt(plan, t, zero_symbols ? &plan.zero : nullptr), X() {}
   // The body's symbol counts (plan_chunk).
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
