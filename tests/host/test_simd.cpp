@@ -232,6 +232,34 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
       compare_paths<TestType>(out, checksum);
     }
   }
+  {
+    using bits = typename TestType::bits_type;
+    constexpr unsigned shift = std::is_same_v<E, fp32> ? 23 : std::is_same_v<E, bf16> ? 7 : 8;
+    constexpr bits sign = static_cast<bits>(bits{1} << (E::total_bits - 1));
+    std::mt19937_64 rng(313);
+    // fp16's AVX-512 window is one of 64 magnitudes (the symbol's low seven bits) with a table per
+    // sign: both signs on its two edges, and single elements of either sign just outside it
+    if constexpr (std::is_same_v<E, fp16>) {
+      std::vector<bits> mags(65536);
+      for (auto& x : mags)
+        x = static_cast<bits>(((30u + static_cast<unsigned>(rng() % 64)) << shift) | (rng() & 0xFFu) | (rng() % 2 ? sign : 0u));
+      compare_paths<TestType>(mags, false);
+      auto out = mags;
+      out[1000] = static_cast<bits>(29u << shift);
+      out[2000] = static_cast<bits>((94u << shift) | sign);
+      compare_paths<TestType>(out, false);
+    }
+    // zero symbols inside the encoders' window: the values' symbols start at 2, so zp and zn (the
+    // smallest free values, 0 and 1) fall in it, with +0.0 and -0.0 among values of both signs
+    std::vector<bits> low(65536);
+    for (auto& x : low) {
+      const unsigned r = static_cast<unsigned>(rng() % 10);
+      x = r == 0 ? bits{0} : r == 1 ? sign
+                           : static_cast<bits>(((2u + static_cast<unsigned>(rng() % 30)) << shift) | (rng() & ((1u << shift) - 1u)) |
+                                               (rng() % 2 ? sign : 0u));
+    }
+    for (bool checksum : {false, true}) compare_paths<TestType>(low, checksum);
+  }
   // every bit pattern, in one chunk
   if constexpr (sizeof(typename TestType::bits_type) == 2) {
     std::vector<typename TestType::bits_type> all(65536);

@@ -21,9 +21,10 @@
 // the reference's own group functions, so the bytes out of the encoder, and the values and
 // statuses out of the decoder, are those of codec_detail (test_host_simd compares them). Bodies
 // with zero symbols (enough elements +0.0 or -0.0, rans::zeros_pay: sparse data) take
-// encode_zeros_kernel and decode_zeros_kernel (on AVX-512 machines avx512_rans.hpp's): the zeros'
-// lanes are found by comparing symbols (decoder) or elements (encoder) with the zero symbols, and
-// the other lanes' rests are packed or spread eight at a time by pshufb from 256-entry tables.
+// encode_zeros_kernel and decode_zeros_kernel (on AVX-512 machines avx512_rans.hpp's own): the
+// zeros' lanes are found by comparing symbols (decoder) or elements (encoder) with the zero
+// symbols, and here the other lanes' rests are packed or spread eight at a time by pshufb from
+// 256-entry tables.
 #pragma once
 
 #include <immintrin.h>

@@ -85,7 +85,7 @@ struct window_table {
 // symbols in two clusters 128 apart, which no window of 64 holds. The window is one of 64
 // magnitudes (the symbol's low seven bits: five exponent and two mantissa bits), the one that
 // holds the most of the chunk's frequency over both signs, with a table of 64 entries per sign; a
-// lookup is six vpermt2d and three blends per field.
+// lookup is four vpermt2d and three blends per field.
 struct sign_window_table {
   __m512i fc[2][4], rcp[2][4];  // [sign][quarter]
   __m512i lo;                    // the window's first magnitude
@@ -103,10 +103,10 @@ struct sign_window_table {
     lo = _mm512_set1_epi32(static_cast<int>(start));
     for (unsigned sign = 0; sign < 2; ++sign) {
       alignas(64) std::uint32_t f[64], r[64];
-      for (unsigned i = 0; i < 64; ++i) {
+      for (unsigned i = 0; i < 64; ++i) {  // (start <= 64: the window ends at magnitude 127 at most)
         const unsigned v = (start + i) | (sign << 7);
-        f[i] = start + i < 128 ? et.freq_cum[v] : 0u;
-        r[i] = start + i < 128 ? et.rcp[v] : 0u;
+        f[i] = et.freq_cum[v];
+        r[i] = et.rcp[v];
       }
       for (unsigned k = 0; k < 4; ++k) {
         fc[sign][k] = _mm512_load_si512(f + 16 * k);
@@ -318,7 +318,6 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 // the 32 states in two registers, lanes 31..16 first.
 template <class E>
 struct encode_kernel {
-  static constexpr bool windowed = true;
   const encode_table& et;
   std::conditional_t<std::is_same_v<E, fp16>, sign_window_table, window_table> wt;
   __m512i X[2];
@@ -365,13 +364,13 @@ struct encode_kernel {
       __m512i fc, rcp;
       bool found = false;
       if constexpr (Zeros) {
-        if (windowed && wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.lo), &fc, &rcp)) {
+        if (wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.lo), &fc, &rcp)) {
           fc = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], fc, z->fc_pos), z->fc_neg);
           rcp = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], rcp, z->rcp_pos), z->rcp_neg);
           found = true;
         }
       } else {
-        found = windowed && wt.lookup(sym[k], &fc, &rcp);
+        found = wt.lookup(sym[k], &fc, &rcp);
       }
       if (!found) {
         fc = _mm512_i32gather_epi32(sym[k], et.freq_cum, 4);
