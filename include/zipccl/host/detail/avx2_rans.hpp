@@ -223,23 +223,31 @@ struct alignas(64) encode_table {
       rcp[s] = f == 0 ? 0u : f == 1 ? 0xFFFFFFFFu : static_cast<std::uint32_t>((std::uint64_t(1) << 32) / f);
     }
   }
+  // A symbol's frequency for the choice of a window: none for the symbols of skip (zero symbols,
+  // which a kernel looks up apart).
+  static std::uint32_t weight(const codec_detail::rans_plan& plan, unsigned v, const rans::zero_symbols* skip) {
+    return skip != nullptr && skip->on && (v == skip->pos || v == skip->neg) ? 0u : plan.freq[v];
+  }
+  // The first of the Width consecutive values of 0..n-1 whose weights w(v) sum highest (the first
+  // such window; it may reach past n - 1).
+  template <unsigned Width, class Weight>
+  static unsigned busiest(unsigned n, Weight&& w) {
+    std::uint32_t run = 0, best = 0;
+    unsigned start = 0;
+    for (unsigned v = 0; v < n; ++v) {
+      run += w(v);
+      if (v >= Width) run -= w(v - Width);
+      if (run > best) best = run, start = v >= Width - 1 ? v - (Width - 1) : 0;
+    }
+    return start;
+  }
   // The entries of the Width consecutive symbols that hold the most of the chunk's frequency (the
   // first such window; zeros past symbol 255), for the register lookups; returns its first symbol.
-  // With skip, the frequencies of its symbols (zero symbols, which a kernel looks up apart) do
-  // not count.
+  // With skip, the frequencies of its symbols do not count.
   template <unsigned Width>
   unsigned window(const codec_detail::rans_plan& plan, std::uint32_t* fc, std::uint32_t* r,
                   const rans::zero_symbols* skip = nullptr) const {
-    const auto weight = [&](unsigned v) {
-      return skip != nullptr && skip->on && (v == skip->pos || v == skip->neg) ? 0u : plan.freq[v];
-    };
-    std::uint32_t run = 0, best = 0;
-    unsigned start = 0;
-    for (unsigned v = 0; v < rans::symbols; ++v) {
-      run += weight(v);
-      if (v >= Width) run -= weight(v - Width);
-      if (run > best) best = run, start = v >= Width - 1 ? v - (Width - 1) : 0;
-    }
+    const unsigned start = busiest<Width>(rans::symbols, [&](unsigned v) { return weight(plan, v, skip); });
     for (unsigned i = 0; i < Width; ++i) {
       const unsigned v = start + i;
       fc[i] = v < rans::symbols ? freq_cum[v] : 0u;

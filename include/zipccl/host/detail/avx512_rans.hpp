@@ -90,16 +90,9 @@ struct sign_window_table {
   __m512i fc[2][4], rcp[2][4];  // [sign][quarter]
   __m512i lo;                    // the window's first magnitude
   sign_window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
-    const auto weight = [&](unsigned v) {
-      return skip != nullptr && skip->on && (v == skip->pos || v == skip->neg) ? 0u : plan.freq[v];
-    };
-    std::uint32_t run = 0, best = 0;
-    unsigned start = 0;
-    for (unsigned m = 0; m < 128; ++m) {
-      run += weight(m) + weight(m | 0x80u);
-      if (m >= 64) run -= weight(m - 64) + weight((m - 64) | 0x80u);
-      if (run > best) best = run, start = m >= 63 ? m - 63 : 0;
-    }
+    const unsigned start = encode_table::busiest<64>(128, [&](unsigned m) {
+      return encode_table::weight(plan, m, skip) + encode_table::weight(plan, m | 0x80u, skip);
+    });
     lo = _mm512_set1_epi32(static_cast<int>(start));
     for (unsigned sign = 0; sign < 2; ++sign) {
       alignas(64) std::uint32_t f[64], r[64];
@@ -344,7 +337,7 @@ struct encode_kernel {
     split_group<E>(in, sym, bytes, words);
     code(sym, out, top);
   }
-  // The table entries of the zero symbols, broadcast (code<true>).
+  // The table entries of the zero symbols, broadcast (code<true>; the AVX2 kernel's, in zmm).
   struct zero_entries {
     __m512i fc_pos, fc_neg, rcp_pos, rcp_neg;
     zero_entries(const codec_detail::rans_plan& plan, const encode_table& t)
