@@ -393,6 +393,55 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
 }
 #endif
 
+#if ZIPCCL_HAS_AVX2
+// The host's zero-group mask (avx2::make_zero_mask, which the dispatcher's plan_body takes)
+// against format::make_zero_mask: the same bytes, padding included, and the same count, on chunks
+// with random zero groups, one nonzero byte at every offset of a group (its last byte is what a
+// short OR of the group's loads would miss), -0.0 and a short last group.
+TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]", bf16, fp16, fp32) {
+  using E = TestType;
+  using L = format::chunk_layout<E>;
+  std::mt19937_64 rng(77);
+  const auto check = [&](const std::vector<std::uint8_t>& bytes, std::uint64_t m) {
+    const std::uint64_t n = format::zero_mask_bytes(m);
+    std::vector<std::uint8_t> want(n, 0xA5), got(n, 0x5A);
+    const std::uint64_t a = format::make_zero_mask(bytes.data(), m, L::elem_size, want.data());
+    const std::uint64_t b = host::detail::avx2::make_zero_mask(bytes.data(), m, L::elem_size, got.data());
+    REQUIRE(a == b);
+    REQUIRE(want == got);
+  };
+  for (std::uint64_t m : {65536ull, 64ull * 37, 64ull * 37 + 1, 64ull * 37 + 63, 63ull, 1ull}) {
+    INFO("m = " << m);
+    const std::uint64_t groups = format::zero_groups(m);
+    std::vector<std::uint8_t> bytes(m * L::elem_size, 0);
+    check(bytes, m);  // all zero
+    for (auto& x : bytes) x = static_cast<std::uint8_t>(rng());
+    check(bytes, m);  // (nearly surely) none
+    // every other group zero, a third of them with one nonzero byte somewhere
+    for (std::uint64_t g = 0; g < groups; ++g) {
+      const std::uint64_t first = g * format::zero_group_elems * L::elem_size;
+      const std::uint64_t size = format::zero_group_size(m, g) * L::elem_size;
+      if (rng() % 2 == 0) continue;
+      std::memset(bytes.data() + first, 0, size);
+      if (rng() % 3 == 0) bytes[first + rng() % size] = static_cast<std::uint8_t>(1 + rng() % 255);
+    }
+    check(bytes, m);
+    // one nonzero byte (the sign bit of a -0.0 where it is an element's top byte) at each offset of
+    // group 0, and of the last group
+    for (std::uint64_t g : {std::uint64_t{0}, groups - 1}) {
+      const std::uint64_t first = g * format::zero_group_elems * L::elem_size;
+      const std::uint64_t size = format::zero_group_size(m, g) * L::elem_size;
+      for (std::uint64_t i = 0; i < size; ++i) {
+        std::vector<std::uint8_t> z(m * L::elem_size, 0);
+        z[first + i] = (i + 1) % L::elem_size == 0 ? 0x80 : 0x01;
+        INFO("group " << g << ", byte " << i);
+        check(z, m);
+      }
+    }
+  }
+}
+#endif
+
 // rANS chunks on the edge of being stored: a body whose elements are incompressible random bits
 // where a uniform draw u_i < p and compressible values elsewhere, with p bisected until the
 // reference's chunk turns from rANS to stored. The last rANS chunk's stream ends within a few

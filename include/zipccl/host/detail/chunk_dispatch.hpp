@@ -36,7 +36,11 @@ namespace rans_vector = avx2::rans_simd;
 template <class E, class Policy>
 std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
                            bool zero_masks, std::uint8_t* out) {
+#if ZIPCCL_HAS_AVX2
+  const codec_detail::body_shape shape = avx2::plan_body<E>(in, m, zero_masks, out);
+#else
   const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
+#endif
   if constexpr (codebook::is_entropy_v<Policy>) {
     (void)policy;
 #if ZIPCCL_HAS_AVX2
