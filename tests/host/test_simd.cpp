@@ -2,6 +2,7 @@
 // bytes out of the encoder, the same values out of the decoder, the same errors on bad input.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <tuple>
@@ -437,6 +438,68 @@ TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]"
         INFO("group " << g << ", byte " << i);
         check(z, m);
       }
+    }
+  }
+}
+#endif
+
+#if ZIPCCL_HAS_AVX512
+// The AVX-512 encoder's window lookups (window_table) on their own: for plans whose symbols span
+// 32 values or fewer (the narrow window, four registers), more (the 64-wide one), or 32 values
+// plus zero symbols outside them (which the window leaves out), every symbol 0..255 is found with
+// the table's entries exactly when it lies in the window, and is reported missing otherwise; the
+// encoders never ask for a symbol outside a narrow window, so only this test sees that answer.
+TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
+  namespace simd = host::detail::avx512::rans_simd;
+  namespace rans = codec_detail::rans;
+  using host::detail::avx2::rans_simd::encode_table;
+  std::mt19937 rng(5);
+  struct shape {
+    unsigned first, span;
+    bool zeros, narrow;
+  };
+  for (const shape s : {shape{0, 1, false, true}, shape{100, 32, false, true}, shape{224, 32, false, true},
+                        shape{90, 33, false, false}, shape{10, 64, false, false}, shape{120, 20, true, true}}) {
+    INFO("symbols " << s.first << ".." << s.first + s.span - 1 << (s.zeros ? " and zero symbols 1, 2" : ""));
+    codec_detail::rans_plan plan{};
+    rans::zero_symbols skip;
+    for (unsigned v = s.first; v < s.first + s.span; ++v) plan.freq[v] = 1 + rng() % 200;
+    plan.freq[s.first] = plan.freq[s.first + s.span - 1] = 7;  // both ends present
+    if (s.zeros) {
+      skip.on = true, skip.pos = 1, skip.neg = 2;
+      plan.freq[1] = 9000, plan.freq[2] = 3000;  // heavier than the window: they must not place it
+    }
+    for (unsigned v = 0, c = 0; v < rans::symbols; c += plan.freq[v], ++v) plan.cum[v] = c;
+    const encode_table et(plan);
+    const simd::window_table wt(plan, et, s.zeros ? &skip : nullptr);
+    REQUIRE(wt.narrow == s.narrow);
+    alignas(64) std::uint32_t lo[16];
+    _mm512_storeu_si512(lo, wt.lo);
+    const unsigned width = s.narrow ? 32 : 64;
+    REQUIRE(lo[0] <= s.first);
+    REQUIRE(lo[0] + width >= s.first + s.span);
+    // every symbol of the window, sixteen at a time and out of order
+    for (unsigned round = 0; round < 2 * width / 16; ++round) {
+      alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
+      for (unsigned k = 0; k < 16; ++k) sym[k] = std::min(lo[0] + (16 * round + 7 * k) % width, rans::symbols - 1);
+      __m512i f = _mm512_setzero_si512(), r = f;
+      INFO("round " << round);
+      REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r));
+      _mm512_storeu_si512(fc, f);
+      _mm512_storeu_si512(rcp, r);
+      for (unsigned k = 0; k < 16; ++k) {
+        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
+        REQUIRE(rcp[k] == et.rcp[sym[k]]);
+      }
+    }
+    // every symbol outside the window, in one lane among symbols of the window
+    for (unsigned v = 0; v < rans::symbols; ++v) {
+      if (v >= lo[0] && v < lo[0] + width) continue;
+      alignas(64) std::uint32_t sym[16];
+      for (unsigned k = 0; k < 16; ++k) sym[k] = k == v % 16 ? v : lo[0];
+      __m512i f = _mm512_setzero_si512(), r = f;
+      INFO("symbol " << v);
+      REQUIRE_FALSE(wt.lookup(_mm512_load_si512(sym), &f, &r));
     }
   }
 }

@@ -56,21 +56,33 @@ inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
                             _mm256_i32gather_epi32(b, _mm512_extracti64x4_epi64(idx, 1), 4), 1);
 }
 
-// The encoder's lookups of sixteen symbols from a window of 64 table entries in eight registers.
+// The encoder's lookups of sixteen symbols from a window of 64 table entries in eight registers,
+// or of 32 in four where the chunk's symbols (but the zero symbols) all fall in 32 values, as
+// bf16's and fp32's exponents nearly always do: a lookup is then one vpermt2d per field, not two
+// and a blend.
 struct window_table {
   __m512i fc[4], rcp[4];
   __m512i lo;
+  bool narrow;
   window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
     alignas(64) std::uint32_t f[64], r[64];
-    lo = _mm512_set1_epi32(static_cast<int>(et.window<64>(plan, f, r, skip)));
+    const unsigned start = et.window<32>(plan, f, r, skip);
+    narrow = encode_table::holds_all<32>(plan, start, skip);
+    lo = _mm512_set1_epi32(static_cast<int>(narrow ? start : et.window<64>(plan, f, r, skip)));
     for (unsigned k = 0; k < 4; ++k) {
-      fc[k] = _mm512_load_si512(f + 16 * k);
-      rcp[k] = _mm512_load_si512(r + 16 * k);
+      fc[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(f + 16 * k);
+      rcp[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(r + 16 * k);
     }
   }
   // The two lookups of sixteen symbols; false when a lane's symbol is outside the window.
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     const __m512i i = _mm512_sub_epi32(sym, lo);
+    if (narrow) {
+      if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) != 0) return false;
+      *freq_cum = _mm512_permutex2var_epi32(fc[0], i, fc[1]);
+      *recip = _mm512_permutex2var_epi32(rcp[0], i, rcp[1]);
+      return true;
+    }
     if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
     const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
     *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]),
