@@ -74,8 +74,62 @@ void for_each_vector_path(F&& f) {
   std::apply([&](auto... path) { (f(path), ...); }, vector_paths{});
 }
 
-// Decodes `chunk` with the dispatched path and each vector path; all must return the reference's
-// status and, on success, its values.
+// A valid dense rANS chunk (a short last group included) to decode beside the chunks under test
+// in host::detail::decode_chunk_pair, with and without a check value.
+template <class E>
+struct pair_partner {
+  using Codec = codec<E, codebook::entropy>;
+  std::uint64_t m = 4096 + 40, span = 0;
+  std::vector<typename Codec::bits_type> values = testing::make_tensor<E>(m, 0.02, testing::distribution::gaussian, 404);
+  std::vector<std::uint8_t> chunk = std::vector<std::uint8_t>(Codec::layout::stored_bytes(m));
+  explicit pair_partner(bool checksum) {
+    const auto* in = reinterpret_cast<const std::uint8_t*>(values.data());
+    span = host::detail::encode_chunk<E>(testing::policy_for<Codec>(values.data(), m), in, m, checksum, true, chunk.data());
+  }
+  static const pair_partner& get(bool checksum) {
+    static const pair_partner with(true), without(false);
+    const pair_partner& p = checksum ? with : without;
+    REQUIRE(format::read_chunk_header(p.chunk.data()).mode == format::chunk_mode::rans);
+    return p;
+  }
+};
+
+// The pair decoder's half of compare_decoders: `chunk` beside pair_partner's, first or second in
+// host::detail::decode_chunk_pair (by turns, call after call), gets the reference's status s2 and values y, and the partner its
+// own values.
+template <class E>
+void compare_pair_decoder(const std::vector<std::uint8_t>& chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+                          status s2, const std::vector<std::uint8_t>& y) {
+  using L = format::chunk_layout<E>;
+  std::vector<std::uint8_t> x(m * L::elem_size + 8);
+  // (decode_chunk_pair decodes anything but two dense rANS chunks by decode_chunk, checked above)
+  if (span < format::chunk_header_bytes ||
+      (chunk[0] != static_cast<std::uint8_t>(format::chunk_mode::rans) &&
+       chunk[0] != static_cast<std::uint8_t>(format::chunk_mode::zero_rans)))
+    return;
+  const pair_partner<E>& q = pair_partner<E>::get(checksum);
+  std::vector<std::uint8_t> qx(q.m * L::elem_size);
+  static unsigned calls = 0;  // (the chunk goes first and second in turn, to halve the time)
+  {
+    const int side = static_cast<int>(calls++ % 2);
+    INFO("decoded as chunk " << side << " of a pair");
+    const std::uint8_t* chunks[2];
+    std::uint64_t spans[2], ms[2];
+    std::uint8_t* outs[2];
+    chunks[side] = chunk.data(), spans[side] = span, ms[side] = m, outs[side] = x.data();
+    chunks[1 - side] = q.chunk.data(), spans[1 - side] = q.span, ms[1 - side] = q.m, outs[1 - side] = qx.data();
+    status st[2] = {status::unsupported_mode, status::unsupported_mode};  // (neither is ever a result here)
+    host::detail::decode_chunk_pair<E>(chunks, spans, ms, checksum, outs, st);
+    REQUIRE(st[side] == s2);
+    if (s2 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+    REQUIRE(st[1 - side] == status::success);
+    REQUIRE(std::memcmp(qx.data(), q.values.data(), q.m * L::elem_size) == 0);
+  }
+}
+
+// Decodes `chunk` with the dispatched path, each vector path and, beside a valid dense rANS chunk,
+// host::detail::decode_chunk_pair (compare_pair_decoder); all must return the reference's status
+// and, on success, its values.
 template <class E>
 void compare_decoders(const std::vector<std::uint8_t>& chunk, std::uint64_t span, std::uint64_t m, bool checksum) {
   using L = format::chunk_layout<E>;
@@ -89,6 +143,7 @@ void compare_decoders(const std::vector<std::uint8_t>& chunk, std::uint64_t span
     REQUIRE(s3 == s2);
     if (s3 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
   });
+  compare_pair_decoder<E>(chunk, span, m, checksum, s2, y);
 }
 
 // Chunks with a zero count moved (compare_paths) that pass the header's rules and so reach the body

@@ -64,18 +64,31 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
   const bool whole = (h.flags & format::flag_checksum) != 0;
   std::vector<status> part_status(std::max(1u, threads), status::success);
   fork_join(threads, h.chunks, [&](unsigned p, std::uint64_t b, std::uint64_t e) {
-    for (std::uint64_t c = b; c < e; ++c) {
-      const std::uint64_t off = format::directory_entry(in, c);
-      const std::uint64_t end = format::chunk_end(in, h, c);
-      const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
-      const status s = !format::chunk_mode_allowed(h, in[off])
-                           ? status::corrupt
-                           : detail::decode_chunk<E>(in + off, end - off, m, whole,
-                                                     out + c * h.chunk_elems * L::elem_size);
-      if (s != status::success) {
-        part_status[p] = s;
-        return;
+    // two chunks at a time (decode_chunk_pair: one loop over both where that is faster)
+    for (std::uint64_t c = b; c < e; c += 2) {
+      const unsigned k = e - c >= 2 ? 2u : 1u;
+      const std::uint8_t* chunk[2] = {};
+      std::uint64_t span[2] = {}, m[2] = {};
+      std::uint8_t* dst[2] = {};
+      status s[2] = {status::success, status::success};
+      for (unsigned i = 0; i < k; ++i) {
+        const std::uint64_t off = format::directory_entry(in, c + i);
+        chunk[i] = in + off;
+        span[i] = format::chunk_end(in, h, c + i) - off;
+        m[i] = format::chunk_elements(h.count, h.chunk_elems, c + i);
+        dst[i] = out + (c + i) * h.chunk_elems * L::elem_size;
+        if (!format::chunk_mode_allowed(h, in[off])) s[i] = status::corrupt;
       }
+      if (k == 2 && s[0] == status::success && s[1] == status::success)
+        detail::decode_chunk_pair<E>(chunk, span, m, whole, dst, s);
+      else
+        for (unsigned i = 0; i < k; ++i)
+          if (s[i] == status::success) s[i] = detail::decode_chunk<E>(chunk[i], span[i], m[i], whole, dst[i]);
+      for (unsigned i = 0; i < k; ++i)
+        if (s[i] != status::success) {
+          part_status[p] = s[i];
+          return;
+        }
     }
   });
   for (status s : part_status)

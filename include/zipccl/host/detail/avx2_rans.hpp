@@ -699,6 +699,16 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
   return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape);
 }
 
+// Who decodes group g of a dense rANS body of m elements with `left` stream words still unread:
+// nobody (a zero group's elements are zeros), the reference's steps (a short group, or one with
+// fewer than 32 words left: at most one word per lane, and the reference checks every word), or
+// the vector kernel.
+enum class group_turn { none, zeros, reference, kernel };
+inline group_turn turn_of(const codec_detail::body_shape& body, std::uint64_t m, std::uint64_t g, std::uint64_t left) {
+  if (codec_detail::in_zero_group(body, g)) return group_turn::zeros;
+  return format::group_lanes(m, g) < rans::lanes || left < rans::lanes ? group_turn::reference : group_turn::kernel;
+}
+
 // Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
 // values and statuses), full groups by Kernel and, in bodies with zero symbols, by ZerosKernel
 // (decode_kernel and decode_zeros_kernel here, avx512::rans_simd's on AVX-512).
@@ -724,10 +734,8 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
       std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
       continue;
     }
-    // at most one word per lane: a group with fewer than 32 words left (or a short group) goes
-    // through the reference's steps, which check every word
     std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
-    if (lanes < rans::lanes || n_words - next < rans::lanes) {
+    if (turn_of(body, m, g, n_words - next) == group_turn::reference) {
       kernel.store(x);
       if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + j * W, bytes + j, stream, n_words, &n,
                                               out + first * L::elem_size))
@@ -744,6 +752,63 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   for (unsigned l = 0; l < rans::lanes; ++l)
     if (x[l] != rans::state_low) return status::corrupt;
   return status::success;
+}
+
+// Two dense rANS bodies (no zero symbols) of chunks that passed check_chunk, decoded in one loop
+// of groups, a full group of each by its own Kernel: the two chunks' states are independent, so
+// the core overlaps one chunk's chain of gather, multiply and refill with the other's, where one
+// chunk's 32 lanes give it only two chains (AVX-512) that wait on each other's latency. True when
+// both bodies decoded and ended as decode_body_with requires (same values out); false when either
+// did not, and then the caller decodes each on its own for its status.
+template <class E, class Kernel>
+bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&m)[2],
+                      const format::chunk_header (&h)[2], const codec_detail::body_shape (&body)[2],
+                      std::uint8_t* const (&out)[2]) {
+  using L = format::chunk_layout<E>;
+  constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
+  const codec_detail::rans_sections<E> sa(chunk[0], h[0], body[0]), sb(chunk[1], h[1], body[1]);
+  alignas(64) rans::decode_table ta, tb;
+  alignas(64) std::uint32_t xa[rans::lanes], xb[rans::lanes];
+  bool ok = sa.start(&ta, xa) && sb.start(&tb, xb);
+  Kernel ka(ta), kb(tb);
+  if (ok) ka.load(xa), kb.load(xb);
+  // (the cursors are locals, never address-taken: they stay in registers)
+  std::uint64_t na = 0, nb = 0, ja = 0, jb = 0;
+  const std::uint64_t ga = (m[0] + format::group_elems - 1) / format::group_elems;
+  const std::uint64_t gb = (m[1] + format::group_elems - 1) / format::group_elems;
+  for (std::uint64_t g = 0; ok && g < std::max(ga, gb); ++g) {
+    const std::uint64_t at = g * format::group_elems * L::elem_size;
+    const group_turn a = g < ga ? turn_of(body[0], m[0], g, sa.n_words - na) : group_turn::none;
+    const group_turn b = g < gb ? turn_of(body[1], m[1], g, sb.n_words - nb) : group_turn::none;
+    if (a == group_turn::kernel) ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &na, out[0] + at), ja += rans::lanes;
+    if (b == group_turn::kernel) kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &nb, out[1] + at), jb += rans::lanes;
+    if (a == group_turn::zeros) std::memset(out[0] + at, 0, format::group_lanes(m[0], g) * L::elem_size);
+    if (b == group_turn::zeros) std::memset(out[1] + at, 0, format::group_lanes(m[1], g) * L::elem_size);
+    if (a == group_turn::reference) {
+      const unsigned lanes = format::group_lanes(m[0], g);
+      std::uint64_t n = na;
+      ka.store(xa);
+      ok = codec_detail::decode_rans_group<E>(ta, lanes, xa, sa.words + ja * W, sa.bytes + ja, sa.stream, sa.n_words, &n,
+                                              out[0] + at);
+      ka.load(xa);
+      na = n, ja += lanes;
+    }
+    if (ok && b == group_turn::reference) {
+      const unsigned lanes = format::group_lanes(m[1], g);
+      std::uint64_t n = nb;
+      kb.store(xb);
+      ok = codec_detail::decode_rans_group<E>(tb, lanes, xb, sb.words + jb * W, sb.bytes + jb, sb.stream, sb.n_words, &n,
+                                              out[1] + at);
+      kb.load(xb);
+      nb = n, jb += lanes;
+    }
+  }
+  if (ok) {
+    ka.store(xa), kb.store(xb);
+    ok = na == sa.n_words && nb == sb.n_words;
+    for (unsigned l = 0; ok && l < rans::lanes; ++l) ok = xa[l] == rans::state_low && xb[l] == rans::state_low;
+  }
+  return ok;
 }
 
 template <class E>

@@ -4,12 +4,14 @@
 //
 // The 32 lanes of a chunk's rANS body (codec/rans.hpp) are two registers of sixteen 32-bit states.
 // One step of a register:
-//   decoder  slot = x & 4095; the slot words by two 8-lane gathers (gather16); x = freq * (x >> 12) + offset;
+//   decoder  slot = x & 4095; the slot words by a gather (gather16); x = freq * (x >> 12) + offset;
 //            the lanes that fell below 2^16 take the next words of the stream in lane order: one
-//            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask.
+//            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask. Two dense
+//            chunks are decoded in one loop (decode_rans_pair), four registers of states.
 //   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
 //            symbols fall in a window of 64 values (the one that holds the most of the chunk's
-//            frequency; a lookup is two vpermt2d and a blend; fp16: 64 magnitudes of either
+//            frequency; a lookup is two vpermt2d and a blend, one where all fall in 32 values;
+//            fp16: 64 magnitudes of either
 //            sign, sign_window_table), else by two gathers; the lanes at or
 //            above freq << 20 give up their low 16 bits, which vpcompressd and a masked vpmovdw
 //            store put in lane order just below the stream's current start; then
@@ -545,6 +547,15 @@ template <class E>
 status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
   return avx2::rans_simd::decode_body_with<E, decode_kernel<E>, decode_zeros_kernel<E>>(chunk, m, h, body, out);
+}
+
+// Two dense rANS bodies in one loop (avx2::rans_simd::decode_pair_with): four chains of sixteen
+// states in flight instead of two, which Intel's cores overlap (PERFORMANCE.md).
+template <class E>
+bool decode_rans_pair(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&m)[2],
+                      const format::chunk_header (&h)[2], const codec_detail::body_shape (&body)[2],
+                      std::uint8_t* const (&out)[2]) {
+  return avx2::rans_simd::decode_pair_with<E, decode_kernel<E>>(chunk, m, h, body, out);
 }
 
 }  // namespace zipccl::host::detail::avx512::rans_simd
