@@ -754,6 +754,21 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   return status::success;
 }
 
+// Group g of a dense rANS body by the reference's steps, its stream and rest cursors *n and *j
+// advanced (read into locals first, so that the caller's stay in registers if this is not inlined).
+template <class E>
+bool reference_group(const codec_detail::rans_sections<E>& s, const rans::decode_table& t, std::uint64_t m,
+                     std::uint64_t g, std::uint32_t* x, std::uint64_t* n, std::uint64_t* j, std::uint8_t* out) {
+  constexpr unsigned W = rans::split<E>::word_bytes;
+  const unsigned lanes = format::group_lanes(m, g);
+  std::uint64_t next = *n;
+  const std::uint64_t at = *j;
+  if (!codec_detail::decode_rans_group<E>(t, lanes, x, s.words + at * W, s.bytes + at, s.stream, s.n_words, &next, out))
+    return false;
+  *n = next, *j = at + lanes;
+  return true;
+}
+
 // Two dense rANS bodies (no zero symbols) of chunks that passed check_chunk, decoded in one loop
 // of groups, a full group of each by its own Kernel: the two chunks' states are independent, so
 // the core overlaps one chunk's chain of gather, multiply and refill with the other's, where one
@@ -784,23 +799,16 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
     if (b == group_turn::kernel) kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &nb, out[1] + at), jb += rans::lanes;
     if (a == group_turn::zeros) std::memset(out[0] + at, 0, format::group_lanes(m[0], g) * L::elem_size);
     if (b == group_turn::zeros) std::memset(out[1] + at, 0, format::group_lanes(m[1], g) * L::elem_size);
+    // (a group by the reference's steps: through the state arrays, the cursors by value)
     if (a == group_turn::reference) {
-      const unsigned lanes = format::group_lanes(m[0], g);
-      std::uint64_t n = na;
       ka.store(xa);
-      ok = codec_detail::decode_rans_group<E>(ta, lanes, xa, sa.words + ja * W, sa.bytes + ja, sa.stream, sa.n_words, &n,
-                                              out[0] + at);
+      ok = reference_group<E>(sa, ta, m[0], g, xa, &na, &ja, out[0] + at);
       ka.load(xa);
-      na = n, ja += lanes;
     }
     if (ok && b == group_turn::reference) {
-      const unsigned lanes = format::group_lanes(m[1], g);
-      std::uint64_t n = nb;
       kb.store(xb);
-      ok = codec_detail::decode_rans_group<E>(tb, lanes, xb, sb.words + jb * W, sb.bytes + jb, sb.stream, sb.n_words, &n,
-                                              out[1] + at);
+      ok = reference_group<E>(sb, tb, m[1], g, xb, &nb, &jb, out[1] + at);
       kb.load(xb);
-      nb = n, jb += lanes;
     }
   }
   if (ok) {
