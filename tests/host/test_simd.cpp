@@ -79,7 +79,7 @@ void for_each_vector_path(F&& f) {
 template <class E>
 struct pair_partner {
   using Codec = codec<E, codebook::entropy>;
-  std::uint64_t m = 4096 + 40, span = 0;
+  std::uint64_t m = 2048 + 40, span = 0;
   std::vector<typename Codec::bits_type> values = testing::make_tensor<E>(m, 0.02, testing::distribution::gaussian, 404);
   std::vector<std::uint8_t> chunk = std::vector<std::uint8_t>(Codec::layout::stored_bytes(m));
   explicit pair_partner(bool checksum) {
@@ -94,24 +94,49 @@ struct pair_partner {
   }
 };
 
-// The pair decoder's half of compare_decoders: `chunk` beside pair_partner's, first or second in
-// host::detail::decode_chunk_pair (by turns, call after call), gets the reference's status s2 and values y, and the partner its
+// The pair decoder's half of compare_decoders, for every chunk (dense rANS pairs take the pair
+// loop, anything else decode_chunk): `chunk` beside pair_partner's, first or second in
+// host::detail::decode_chunk_pair (by turns), gets the reference's status s2 and values y, and the partner its
 // own values.
 template <class E>
 void compare_pair_decoder(const std::vector<std::uint8_t>& chunk, std::uint64_t span, std::uint64_t m, bool checksum,
                           status s2, const std::vector<std::uint8_t>& y) {
   using L = format::chunk_layout<E>;
   std::vector<std::uint8_t> x(m * L::elem_size + 8);
-  // (decode_chunk_pair decodes anything but two dense rANS chunks by decode_chunk, checked above)
-  if (span < format::chunk_header_bytes ||
-      (chunk[0] != static_cast<std::uint8_t>(format::chunk_mode::rans) &&
-       chunk[0] != static_cast<std::uint8_t>(format::chunk_mode::zero_rans)))
-    return;
   const pair_partner<E>& q = pair_partner<E>::get(checksum);
+  // (to keep the time down, the chunk goes first and second in turn, call after call, and the
+  // pair loop's own check below runs on every other call)
+  static unsigned calls = 0;
+  const unsigned call = calls++;
+  const int side = static_cast<int>(call % 2);
+  // chunks of other modes go to decode_chunk, compared above: one call in eight checks that
+  const bool rans_chunk = span >= format::chunk_header_bytes && chunk[0] < 16u &&
+                          format::mode_is_rans(static_cast<format::chunk_mode>(chunk[0]));
+  if (!rans_chunk && call % 8 >= 2) return;
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+  // the pair loop itself, where the chunk is a dense rANS chunk that passes check_chunk: true
+  // exactly when the chunk decodes (so a valid pair never falls back to one by one), with the
+  // reference's values
+  format::chunk_header hs[2];
+  codec_detail::body_shape bs[2];
+  if (side == 1 && span >= format::chunk_header_bytes &&
+      (chunk[0] == static_cast<std::uint8_t>(format::chunk_mode::rans) ||
+       chunk[0] == static_cast<std::uint8_t>(format::chunk_mode::zero_rans)) &&
+      codec_detail::check_chunk<E>(chunk.data(), span, m, checksum, &hs[0], &bs[0]) == status::success) {
+    REQUIRE(codec_detail::check_chunk<E>(q.chunk.data(), q.span, q.m, checksum, &hs[1], &bs[1]) == status::success);
+    const std::uint8_t* pc[2] = {chunk.data(), q.chunk.data()};
+    const std::uint64_t pm[2] = {m, q.m};
+    std::vector<std::uint8_t> px(q.m * L::elem_size);
+    std::uint8_t* po[2] = {x.data(), px.data()};
+    REQUIRE(host::detail::avx512::rans_simd::decode_rans_pair<E>(pc, pm, hs, bs, po) == (s2 == status::success));
+    if (s2 == status::success) {
+      REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
+      REQUIRE(std::memcmp(px.data(), q.values.data(), q.m * L::elem_size) == 0);
+    }
+  }
+#endif
   std::vector<std::uint8_t> qx(q.m * L::elem_size);
-  static unsigned calls = 0;  // (the chunk goes first and second in turn, to halve the time)
   {
-    const int side = static_cast<int>(calls++ % 2);
     INFO("decoded as chunk " << side << " of a pair");
     const std::uint8_t* chunks[2];
     std::uint64_t spans[2], ms[2];
@@ -498,7 +523,7 @@ TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]"
 }
 #endif
 
-#if ZIPCCL_HAS_AVX512
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
 // The AVX-512 encoder's window lookups (window_table) on their own: for plans whose symbols span
 // 32 values or fewer (the narrow window, four registers), more (the 64-wide one), or 32 values
 // plus zero symbols outside them (which the window leaves out), every symbol 0..255 is found with
@@ -555,6 +580,29 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
       __m512i f = _mm512_setzero_si512(), r = f;
       INFO("symbol " << v);
       REQUIRE_FALSE(wt.lookup(_mm512_load_si512(sym), &f, &r));
+    }
+  }
+}
+#endif
+
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+// The decoder's two ways to gather sixteen slot words (one is built per target: gather16) give
+// the same words, lane for lane, as plain loads.
+TEST_CASE("the AVX-512 decoder's gathers agree", "[host][simd]") {
+  namespace simd = host::detail::avx512::rans_simd;
+  std::mt19937 rng(8);
+  alignas(64) std::uint32_t table[4096];
+  for (auto& w : table) w = static_cast<std::uint32_t>(rng());
+  for (int trial = 0; trial < 2000; ++trial) {
+    alignas(64) std::uint32_t idx[16], wide[16], halves[16];
+    for (auto& i : idx) i = trial < 16 ? (trial * 256 + 255 * (&i - idx)) % 4096 : rng() % 4096;
+    const __m512i iv = _mm512_loadu_si512(idx);
+    _mm512_storeu_si512(wide, simd::gather16_wide(table, iv));
+    _mm512_storeu_si512(halves, simd::gather16_halves(table, iv));
+    for (unsigned k = 0; k < 16; ++k) {
+      INFO("trial " << trial << " lane " << k);
+      REQUIRE(wide[k] == table[idx[k]]);
+      REQUIRE(halves[k] == table[idx[k]]);
     }
   }
 }

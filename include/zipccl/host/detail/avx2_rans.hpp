@@ -755,7 +755,7 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
 }
 
 // Group g of a dense rANS body by the reference's steps, its stream and rest cursors *n and *j
-// advanced (read into locals first, so that the caller's stay in registers if this is not inlined).
+// advanced on success (decode_pair_with passes copies of its cursors, which stay in registers).
 template <class E>
 bool reference_group(const codec_detail::rans_sections<E>& s, const rans::decode_table& t, std::uint64_t m,
                      std::uint64_t g, std::uint32_t* x, std::uint64_t* n, std::uint64_t* j, std::uint8_t* out) {
@@ -787,7 +787,8 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
   bool ok = sa.start(&ta, xa) && sb.start(&tb, xb);
   Kernel ka(ta), kb(tb);
   if (ok) ka.load(xa), kb.load(xb);
-  // (the cursors are locals, never address-taken: they stay in registers)
+  // (the cursors are locals whose address is never taken, only their copies': they stay in
+  // registers, where a store of decoded values could otherwise alias them)
   std::uint64_t na = 0, nb = 0, ja = 0, jb = 0;
   const std::uint64_t ga = (m[0] + format::group_elems - 1) / format::group_elems;
   const std::uint64_t gb = (m[1] + format::group_elems - 1) / format::group_elems;
@@ -795,20 +796,32 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
     const std::uint64_t at = g * format::group_elems * L::elem_size;
     const group_turn a = g < ga ? turn_of(body[0], m[0], g, sa.n_words - na) : group_turn::none;
     const group_turn b = g < gb ? turn_of(body[1], m[1], g, sb.n_words - nb) : group_turn::none;
-    if (a == group_turn::kernel) ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &na, out[0] + at), ja += rans::lanes;
-    if (b == group_turn::kernel) kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &nb, out[1] + at), jb += rans::lanes;
+    if (a == group_turn::kernel) {
+      std::uint64_t n = na;
+      ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n, out[0] + at);
+      na = n, ja += rans::lanes;
+    }
+    if (b == group_turn::kernel) {
+      std::uint64_t n = nb;
+      kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n, out[1] + at);
+      nb = n, jb += rans::lanes;
+    }
     if (a == group_turn::zeros) std::memset(out[0] + at, 0, format::group_lanes(m[0], g) * L::elem_size);
     if (b == group_turn::zeros) std::memset(out[1] + at, 0, format::group_lanes(m[1], g) * L::elem_size);
-    // (a group by the reference's steps: through the state arrays, the cursors by value)
+    // (a group by the reference's steps: the states through their arrays, the cursors as copies)
     if (a == group_turn::reference) {
+      std::uint64_t n = na, j = ja;
       ka.store(xa);
-      ok = reference_group<E>(sa, ta, m[0], g, xa, &na, &ja, out[0] + at);
+      ok = reference_group<E>(sa, ta, m[0], g, xa, &n, &j, out[0] + at);
       ka.load(xa);
+      na = n, ja = j;
     }
     if (ok && b == group_turn::reference) {
+      std::uint64_t n = nb, j = jb;
       kb.store(xb);
-      ok = reference_group<E>(sb, tb, m[1], g, xb, &nb, &jb, out[1] + at);
+      ok = reference_group<E>(sb, tb, m[1], g, xb, &n, &j, out[1] + at);
       kb.load(xb);
+      nb = n, jb = j;
     }
   }
   if (ok) {

@@ -49,18 +49,25 @@ inline __m512i mulhi_epu32(__m512i a, __m512i b) {
   return _mm512_mask_blend_epi32(static_cast<__mmask16>(0xAAAA), even, odd);
 }
 
-// The sixteen words base[idx]. On AMD Zen 4 (GCC's -march=znver4 and later, which -march=native
-// picks there) by two 8-lane gathers, which beat one 16-lane gather in the decoder there (by
-// 10-20% on sparse bodies) and match it on dense ones; elsewhere by one 16-lane gather, which on
-// Intel's AVX-512 cores overlaps with more independent work than two 8-lane ones do
-// (PERFORMANCE.md, "The AVX-512 rANS kernels"). (In the encoder's gathers it made no difference.)
-inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
-#if defined(__znver4__) || defined(__znver5__)
+// The sixteen words base[idx]: by one 16-lane gather, or by two 8-lane ones.
+inline __m512i gather16_wide(const std::uint32_t* base, __m512i idx) {
+  return _mm512_i32gather_epi32(idx, reinterpret_cast<const int*>(base), 4);
+}
+inline __m512i gather16_halves(const std::uint32_t* base, __m512i idx) {
   const int* b = reinterpret_cast<const int*>(base);
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_i32gather_epi32(b, _mm512_castsi512_si256(idx), 4)),
                             _mm256_i32gather_epi32(b, _mm512_extracti64x4_epi64(idx, 1), 4), 1);
+}
+// The decoder's gather. Built for AMD Zen 4 or Zen 5 (GCC's -march=znver4 or znver5, which
+// -march=native picks there on a GCC that knows them), two 8-lane gathers, which beat one 16-lane
+// gather in the decoder there (by 10-20% on sparse bodies) and match it on dense ones; elsewhere
+// one 16-lane gather, which on Intel's AVX-512 cores overlaps far better with a second chunk's
+// work (PERFORMANCE.md, "The pair decoder"). test_simd.cpp checks both on every build.
+inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
+#if defined(__znver4__) || defined(__znver5__)
+  return gather16_halves(base, idx);
 #else
-  return _mm512_i32gather_epi32(idx, reinterpret_cast<const int*>(base), 4);
+  return gather16_wide(base, idx);
 #endif
 }
 

@@ -89,12 +89,13 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
 }
 
 // Two chunks, each decoded as decode_chunk decodes it (same values, same statuses in st). Where
-// both are dense rANS chunks and the AVX-512 kernels are built, their bodies are decoded in one
-// loop (avx512::rans_simd::decode_rans_pair); otherwise, or when either fails, one by one.
+// both are dense rANS chunks and the AVX-512 rANS kernels are built, their bodies are decoded in
+// one loop (avx512::rans_simd::decode_rans_pair, two 16 KiB decode tables on the stack);
+// otherwise, or when either fails, one by one.
 template <class E>
 void decode_chunk_pair(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&span)[2],
                        const std::uint64_t (&m)[2], bool checksum, std::uint8_t* const (&out)[2], status (&st)[2]) {
-#if ZIPCCL_HAS_AVX512
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
   const auto dense_rans = [&](int c) {
     return span[c] >= format::chunk_header_bytes &&
            (chunk[c][0] == static_cast<std::uint8_t>(format::chunk_mode::rans) ||
