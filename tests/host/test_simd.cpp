@@ -475,8 +475,8 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
 #endif
 
 #if ZIPCCL_HAS_AVX2
-// The host's zero-group mask (avx2::make_zero_mask, which the dispatcher's plan_body takes)
-// against format::make_zero_mask: the same bytes, padding included, and the same count, on chunks
+// The host's zero-group test (avx2::zero_group_test, which the dispatcher's plan_body takes)
+// against the reference's in format::make_zero_mask: the same bytes, padding included, and the same count, on chunks
 // with random zero groups, one nonzero byte at every offset of a group (its last byte is what a
 // short OR of the group's loads would miss), -0.0 and a short last group.
 TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]", bf16, fp16, fp32) {
@@ -487,7 +487,8 @@ TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]"
     const std::uint64_t n = format::zero_mask_bytes(m);
     std::vector<std::uint8_t> want(n, 0xA5), got(n, 0x5A);
     const std::uint64_t a = format::make_zero_mask(bytes.data(), m, L::elem_size, want.data());
-    const std::uint64_t b = host::detail::avx2::make_zero_mask(bytes.data(), m, L::elem_size, got.data());
+    const std::uint64_t b = format::make_zero_mask(bytes.data(), m, L::elem_size, got.data(),
+                                                   host::detail::avx2::zero_group_test{L::elem_size});
     REQUIRE(a == b);
     REQUIRE(want == got);
   };

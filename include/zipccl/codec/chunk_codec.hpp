@@ -143,12 +143,14 @@ ZIPCCL_HOST_DEVICE bool in_zero_group(const body_shape& shape, std::uint64_t g) 
 // Decides a chunk's shape for the encoder: with zero_masks, the chunk's zero mask is written at
 // out + 16 and used when format's rule says it pays (chunk_layout::zero_mask_pays); otherwise the
 // body is the whole chunk (and the body's bytes later overwrite whatever was written at out + 16).
-template <class E>
-ZIPCCL_HOST_DEVICE body_shape plan_body(const std::uint8_t* in, std::uint64_t m, bool zero_masks, std::uint8_t* out) {
+// all_zero: the zero-group test (format::make_zero_mask).
+template <class E, class AllZero = format::zero_bits_test>
+ZIPCCL_HOST_DEVICE body_shape plan_body(const std::uint8_t* in, std::uint64_t m, bool zero_masks, std::uint8_t* out,
+                                        const AllZero& all_zero = AllZero{format::chunk_layout<E>::elem_size}) {
   using L = format::chunk_layout<E>;
   if (!zero_masks) return dense_body(m);
   std::uint8_t* mask = out + format::chunk_header_bytes;
-  const std::uint64_t zero = format::make_zero_mask(in, m, L::elem_size, mask);
+  const std::uint64_t zero = format::make_zero_mask(in, m, L::elem_size, mask, all_zero);
   if (!L::zero_mask_pays(m, zero)) return dense_body(m);
   return {format::body_offset(m, true), m - zero, mask};
 }

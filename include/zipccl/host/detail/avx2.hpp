@@ -265,47 +265,20 @@ void exponent_sum(const std::uint8_t* in, std::uint64_t m, const codec_detail::b
   *count = n;
 }
 
-// format::make_zero_mask's mask and count: a full zero group's bytes (128, fp32's 256) in 32-byte
-// loads ORed together and one test; the short last group by format::all_zero_bits. Every byte of
-// the chunk is read, as the coders read them next.
-inline std::uint64_t make_zero_mask(const std::uint8_t* in, std::uint64_t m, unsigned elem_size, std::uint8_t* mask) {
-  const std::uint64_t groups = format::zero_groups(m), bytes = format::zero_mask_bytes(m);
-  const unsigned loads = format::zero_group_elems * elem_size / 32;
-  std::uint64_t zero = 0;
-  for (std::uint64_t i = 0; i < bytes; ++i) {
-    unsigned b = 0;
-    for (unsigned k = 0; k < 8; ++k) {
-      const std::uint64_t g = 8 * i + k;
-      if (g >= groups) break;
-      const std::uint64_t n = format::zero_group_size(m, g);
-      const std::uint8_t* p = in + g * format::zero_group_elems * elem_size;
-      bool all_zero;
-      if (n == format::zero_group_elems) {
-        __m256i acc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        for (unsigned j = 1; j < loads; ++j)
-          acc = _mm256_or_si256(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * j)));
-        all_zero = _mm256_testz_si256(acc, acc) != 0;
-      } else {
-        all_zero = format::all_zero_bits(p, n, elem_size);
-      }
-      b |= static_cast<unsigned>(all_zero) << k;
-      zero += all_zero ? n : 0;
-    }
-    mask[i] = static_cast<std::uint8_t>(b);
+// The zero-group test for format::make_zero_mask (through codec_detail::plan_body): a full
+// group's bytes (128, fp32's 256) in 32-byte loads ORed together and one vptest; a short last
+// group by the reference's test. Every byte of the chunk is read, as the coders read them next.
+struct zero_group_test {
+  unsigned elem_size;
+  bool operator()(const std::uint8_t* p, std::uint64_t k) const {
+    if (k != format::zero_group_elems) return format::all_zero_bits(p, k, elem_size);
+    const unsigned loads = format::zero_group_elems * elem_size / 32;
+    __m256i acc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    for (unsigned j = 1; j < loads; ++j)
+      acc = _mm256_or_si256(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * j)));
+    return _mm256_testz_si256(acc, acc) != 0;
   }
-  return zero;
-}
-
-// codec_detail::plan_body's shape, its mask by make_zero_mask above.
-template <class E>
-inline codec_detail::body_shape plan_body(const std::uint8_t* in, std::uint64_t m, bool zero_masks, std::uint8_t* out) {
-  using L = format::chunk_layout<E>;
-  if (!zero_masks) return codec_detail::dense_body(m);
-  std::uint8_t* mask = out + format::chunk_header_bytes;
-  const std::uint64_t zero = make_zero_mask(in, m, L::elem_size, mask);
-  if (!L::zero_mask_pays(m, zero)) return codec_detail::dense_body(m);
-  return {format::body_offset(m, true), m - zero, mask};
-}
+};
 
 // The body's numbers of +0.0 and -0.0 elements (codec_detail::count_zeros), a group at a time.
 template <class E>

@@ -730,12 +730,13 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
-    if (codec_detail::in_zero_group(body, g)) {
+    const group_turn turn = turn_of(body, m, g, n_words - next);
+    if (turn == group_turn::zeros) {
       std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
       continue;
     }
     std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
-    if (turn_of(body, m, g, n_words - next) == group_turn::reference) {
+    if (turn == group_turn::reference) {
       kernel.store(x);
       if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + j * W, bytes + j, stream, n_words, &n,
                                               out + first * L::elem_size))

@@ -37,7 +37,8 @@ template <class E, class Policy>
 std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
                            bool zero_masks, std::uint8_t* out) {
 #if ZIPCCL_HAS_AVX2
-  const codec_detail::body_shape shape = avx2::plan_body<E>(in, m, zero_masks, out);
+  const codec_detail::body_shape shape =
+      codec_detail::plan_body<E>(in, m, zero_masks, out, avx2::zero_group_test{format::chunk_layout<E>::elem_size});
 #else
   const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
 #endif
