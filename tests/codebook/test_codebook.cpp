@@ -183,6 +183,55 @@ TEST_CASE("rANS frequencies: every present symbol keeps at least 1, the sum is 4
   }
 }
 
+// The format's rule for an excess of frequency as it was first written: one at a time from the
+// largest frequency, ties to the smaller symbol. rans::normalize finds the same table by a level.
+static void take_excess_one_by_one(std::uint32_t* freq) {
+  std::uint64_t sum = 0;
+  for (unsigned s = 0; s < 256; ++s) sum += freq[s];
+  while (sum > codec_detail::rans::prob_total) {
+    unsigned big = 0;
+    for (unsigned s = 1; s < 256; ++s)
+      if (freq[s] > freq[big]) big = s;
+    --freq[big];
+    --sum;
+  }
+}
+
+TEST_CASE("rANS frequencies: the excess is taken as one at a time from the largest would take it",
+          "[host][codebook][rans]") {
+  namespace rans = codec_detail::rans;
+  std::mt19937_64 rng(63);
+  int with_excess = 0;
+  for (int k = 0; k < 3000; ++k) {
+    // many rare symbols (each rounded up to 1) beside a few common ones, whose frequencies are
+    // often equal, so that ties and the level's edge are met
+    std::vector<std::uint32_t> c(256, 0);
+    const unsigned rare = static_cast<unsigned>(rng() % 256), common = 1 + static_cast<unsigned>(rng() % 12);
+    const std::uint32_t big = 1 + static_cast<std::uint32_t>(rng() % 5000);
+    for (unsigned i = 0; i < rare; ++i) c[rng() % 256] = 1 + static_cast<std::uint32_t>(rng() % 3);
+    for (unsigned i = 0; i < common; ++i) c[rng() % 256] = k % 3 == 0 ? big : big + static_cast<std::uint32_t>(rng() % 40);
+    std::uint64_t b = 0;
+    for (std::uint32_t v : c) b += v;
+    std::uint32_t f[256], expect[256];
+    rans::normalize(c.data(), b, f);
+    // the proportional frequencies before any excess is taken, then the one-by-one rule
+    std::uint64_t sum = 0;
+    unsigned top = 0;
+    for (unsigned s = 0; s < 256; ++s) {
+      const std::uint64_t p = c[s] == 0 ? 0 : (std::uint64_t(c[s]) * rans::prob_total) / b;
+      expect[s] = c[s] == 0 ? 0u : (p == 0 ? 1u : static_cast<std::uint32_t>(p));
+      sum += expect[s];
+      if (c[s] > c[top]) top = s;
+    }
+    if (sum < rans::prob_total) expect[top] += static_cast<std::uint32_t>(rans::prob_total - sum);
+    with_excess += sum > rans::prob_total;
+    take_excess_one_by_one(expect);
+    INFO("case " << k);
+    REQUIRE(std::equal(f, f + 256, expect));
+  }
+  REQUIRE(with_excess > 1000);
+}
+
 TEST_CASE("rANS encoder division by reciprocal is exact", "[host][codebook][rans]") {
   namespace rans = codec_detail::rans;
   std::mt19937_64 rng(62);
