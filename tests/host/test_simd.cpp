@@ -587,6 +587,92 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
 #endif
 
 #if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+// fp16's window lookups (fp16_window_table) on their own: the window over magnitude << 1 | sign
+// holds 32 or 64 such values; a register with a symbol outside it takes the sign window's lookup
+// where the chunk has symbols outside it, else is reported missing. For plans of a few magnitudes
+// (narrow), more (wide), more than 32 (the sign window behind), with and without zero symbols
+// (0x00 and 0x80, left out of the window), every symbol 0..255 is found with the table's entries
+// exactly when one of the windows used holds it.
+TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
+  namespace simd = host::detail::avx512::rans_simd;
+  namespace rans = codec_detail::rans;
+  using host::detail::avx2::rans_simd::encode_table;
+  using T = simd::fp16_window_table;
+  std::mt19937 rng(9);
+  struct shape {
+    unsigned first, span;  // magnitudes first .. first + span - 1, both signs
+    bool zeros, narrow, all;
+  };
+  for (const shape s : {shape{40, 1, false, true, true}, shape{40, 16, false, true, true}, shape{100, 16, false, true, true},
+                        shape{30, 17, false, false, true}, shape{96, 32, false, false, true}, shape{20, 33, false, false, false},
+                        shape{0, 128, false, false, false}, shape{50, 12, true, true, true}, shape{50, 40, true, false, false}}) {
+    INFO("magnitudes " << s.first << ".." << s.first + s.span - 1 << (s.zeros ? " and zero symbols 0x00, 0x80" : ""));
+    codec_detail::rans_plan plan{};
+    rans::zero_symbols skip;
+    for (unsigned v = s.first; v < s.first + s.span; ++v) plan.freq[v] = plan.freq[v | 0x80u] = 1 + rng() % 200;
+    plan.freq[s.first | 0x80u] = plan.freq[s.first + s.span - 1] = 7;  // both ends present
+    if (s.zeros) {
+      skip.on = true, skip.pos = 0x00, skip.neg = 0x80;
+      plan.freq[0x00] = 9000, plan.freq[0x80] = 3000;  // heavier than the window: they must not place it
+    }
+    for (unsigned v = 0, c = 0; v < rans::symbols; c += plan.freq[v], ++v) plan.cum[v] = c;
+    const encode_table et(plan);
+    const T wt(plan, et, s.zeros ? &skip : nullptr);
+    REQUIRE(wt.narrow == s.narrow);
+    REQUIRE(wt.all == s.all);
+    alignas(64) std::uint32_t lo[16], mag_lo[16], inside[16];
+    _mm512_storeu_si512(lo, wt.lo);
+    _mm512_storeu_si512(mag_lo, wt.signs.lo);
+    _mm512_storeu_si512(inside, wt.inside());
+    const unsigned width = s.narrow ? 32 : 64;
+    REQUIRE(T::symbol(T::rotated(inside[0])) == inside[0]);
+    REQUIRE(T::rotated(inside[0]) == lo[0]);
+    const auto in_window = [&](unsigned v) { return T::rotated(v) >= lo[0] && T::rotated(v) < lo[0] + width; };
+    const auto in_signs = [&](unsigned v) { return (v & 0x7Fu) >= mag_lo[0] && (v & 0x7Fu) < mag_lo[0] + 64; };
+    for (unsigned v = 0; v < rans::symbols; ++v)
+      if (plan.freq[v] != 0 && !(s.zeros && (v == 0x00 || v == 0x80))) REQUIRE((in_window(v) || !s.all));
+    // every symbol, in one lane among the window's first, and sixteen at a time in order
+    for (unsigned v = 0; v < rans::symbols; ++v) {
+      const bool found = in_window(v) || (!wt.all && in_signs(v));
+      alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
+      for (unsigned k = 0; k < 16; ++k) sym[k] = k == v % 16 ? v : inside[0];
+      __m512i f = _mm512_setzero_si512(), r = f;
+      INFO("symbol " << v);
+      REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r) == found);
+      if (!found) continue;
+      _mm512_storeu_si512(fc, f);
+      _mm512_storeu_si512(rcp, r);
+      for (unsigned k = 0; k < 16; ++k) {
+        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
+        REQUIRE(rcp[k] == et.rcp[sym[k]]);
+      }
+    }
+    for (unsigned first = 0; first < rans::symbols; first += 16) {
+      alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
+      bool found = true;
+      for (unsigned k = 0; k < 16; ++k) {
+        sym[k] = T::symbol(first + k);  // sixteen neighbours of the window's order
+        found = found && in_window(sym[k]);
+      }
+      bool signs_found = true;
+      for (unsigned k = 0; k < 16; ++k) signs_found = signs_found && in_signs(sym[k]);
+      found = found || (!wt.all && signs_found);
+      __m512i f = _mm512_setzero_si512(), r = f;
+      INFO("window values " << first << ".." << first + 15);
+      REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r) == found);
+      if (!found) continue;
+      _mm512_storeu_si512(fc, f);
+      _mm512_storeu_si512(rcp, r);
+      for (unsigned k = 0; k < 16; ++k) {
+        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
+        REQUIRE(rcp[k] == et.rcp[sym[k]]);
+      }
+    }
+  }
+}
+#endif
+
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
 // The decoder's two ways to gather sixteen slot words (one is built per target: gather16) give
 // the same words, lane for lane, as plain loads.
 TEST_CASE("the AVX-512 decoder's gathers agree", "[host][simd]") {

@@ -89,6 +89,8 @@ struct window_table {
       rcp[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(r + 16 * k);
     }
   }
+  // A symbol of the window, broadcast (the lanes of zero symbols take it: code<true>).
+  __m512i inside() const { return lo; }
   // The two lookups of sixteen symbols; false when a lane's symbol is outside the window.
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     const __m512i i = _mm512_sub_epi32(sym, lo);
@@ -134,6 +136,7 @@ struct sign_window_table {
       }
     }
   }
+  __m512i inside() const { return lo; }  // (magnitude lo, sign +)
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     const __m512i i = _mm512_sub_epi32(_mm512_and_si512(sym, _mm512_set1_epi32(0x7F)), lo);
     if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
@@ -148,6 +151,70 @@ struct sign_window_table {
     *freq_cum = pick(fc);
     *recip = pick(rcp);
     return true;
+  }
+};
+
+// fp16's lookups by magnitude and sign together: the window is one of the values
+// r = magnitude << 1 | sign (the symbol with its sign moved from bit 7 to bit 0), in which both
+// signs of a magnitude are neighbours, so that 64 entries hold 32 magnitudes (eight exponents) of
+// either sign and a lookup is two vpermt2d and a blend per field, one vpermt2d where the chunk's
+// symbols (the zero symbols apart) all fall in 32 such values, against sign_window_table's four
+// and three blends. A register with a lane outside the window (weights and activations have
+// tails below its eight exponents: 8-16% of their registers on ../shared/data) takes
+// sign_window_table's lookup, and past that the gathers.
+struct fp16_window_table {
+  static constexpr unsigned rotated(unsigned v) { return ((v & 0x7Fu) << 1) | (v >> 7); }
+  static constexpr unsigned symbol(unsigned r) { return (r >> 1) | ((r & 1u) << 7); }
+  sign_window_table signs;
+  __m512i fc[4], rcp[4];
+  __m512i lo, first;  // the window's first value r, and its symbol (broadcast)
+  bool narrow, all;   // all: the window holds every symbol (but the zero symbols)
+  fp16_window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr)
+      : signs(plan, et, skip) {
+    const auto weight = [&](unsigned r) { return encode_table::weight(plan, symbol(r), skip); };
+    const auto holds_all = [&](unsigned start, unsigned width) {
+      for (unsigned r = 0; r < rans::symbols; ++r)
+        if ((r < start || r >= start + width) && weight(r) != 0) return false;
+      return true;
+    };
+    unsigned start = encode_table::busiest<32>(rans::symbols, weight);
+    narrow = holds_all(start, 32);
+    if (!narrow) start = encode_table::busiest<64>(rans::symbols, weight);
+    all = narrow || holds_all(start, 64);
+    lo = _mm512_set1_epi32(static_cast<int>(start));
+    first = _mm512_set1_epi32(static_cast<int>(symbol(start)));
+    alignas(64) std::uint32_t f[64], r[64];
+    for (unsigned i = 0; i < 64; ++i) {
+      const unsigned v = start + i;
+      const bool held = v < rans::symbols && (i < 32 || !narrow);
+      f[i] = held ? et.freq_cum[symbol(v)] : 0u;
+      r[i] = held ? et.rcp[symbol(v)] : 0u;
+    }
+    for (unsigned k = 0; k < 4; ++k) {
+      fc[k] = _mm512_load_si512(f + 16 * k);
+      rcp[k] = _mm512_load_si512(r + 16 * k);
+    }
+  }
+  __m512i inside() const { return first; }
+  bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
+    // r = (sym << 1 | sym >> 7) & 0xFF (vpternlogd 0xA8: (a | b) & c)
+    const __m512i r = _mm512_ternarylogic_epi32(_mm512_slli_epi32(sym, 1), _mm512_srli_epi32(sym, 7), _mm512_set1_epi32(0xFF), 0xA8);
+    const __m512i i = _mm512_sub_epi32(r, lo);
+    if (narrow) {
+      if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) == 0) {
+        *freq_cum = _mm512_permutex2var_epi32(fc[0], i, fc[1]);
+        *recip = _mm512_permutex2var_epi32(rcp[0], i, rcp[1]);
+        return true;
+      }
+    } else if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) == 0) {
+      const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
+      *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]),
+                                          _mm512_permutex2var_epi32(fc[2], i, fc[3]));
+      *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]),
+                                       _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
+      return true;
+    }
+    return !all && signs.lookup(sym, freq_cum, recip);
   }
 };
 
@@ -339,7 +406,7 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 template <class E>
 struct encode_kernel {
   const encode_table& et;
-  std::conditional_t<std::is_same_v<E, fp16>, sign_window_table, window_table> wt;
+  std::conditional_t<std::is_same_v<E, fp16>, fp16_window_table, window_table> wt;
   __m512i X[2];
   // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
   // symbols up apart)
@@ -381,11 +448,12 @@ struct encode_kernel {
             const __mmask16* neg = nullptr, const zero_entries* z = nullptr) {
     const __m512i lo16 = _mm512_set1_epi32(0xFFFF), one = _mm512_set1_epi32(1);
     std::uint64_t t = *top;
+#pragma GCC unroll 2
     for (int k = 1; k >= 0; --k) {
       __m512i fc, rcp;
       bool found = false;
       if constexpr (Zeros) {
-        if (wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.lo), &fc, &rcp)) {
+        if (wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.inside()), &fc, &rcp)) {
           fc = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], fc, z->fc_pos), z->fc_neg);
           rcp = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], rcp, z->rcp_pos), z->rcp_neg);
           found = true;
