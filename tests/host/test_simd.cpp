@@ -475,6 +475,60 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
 #endif
 
 #if ZIPCCL_HAS_AVX2
+// The histogram policy's exponent counts on their own: the AVX2 full histogram
+// (avx2::byte_histogram, which counts fp16's high bytes and sums them by exponent) and the AVX-512
+// bins (avx512::count_bins: byte counters for fp16's 31 values, popcounts for up to sixteen)
+// against a plain count, on chunks whose every element has one exponent (1024 a byte counter in a
+// full chunk, more than it holds between two flushes), Gaussian values and random bits, with
+// short last registers and groups. (As with the symbol counts, a count that is off can leave the
+// chosen table, and so the bytes, unchanged.)
+TEMPLATE_TEST_CASE("exponent counts are exact", "[host][simd]", bf16, fp16, fp32) {
+  using E = TestType;
+  using bits = typename E::bits_type;
+  constexpr unsigned shift = std::is_same_v<E, fp32> ? 23 : std::is_same_v<E, bf16> ? 7 : 10;
+  const auto check = [&](const std::vector<bits>& v) {
+    const auto* in = reinterpret_cast<const std::uint8_t*>(v.data());
+    const std::uint64_t m = v.size();
+    std::vector<std::uint64_t> want(E::exponent_count, 0);
+    for (bits x : v) ++want[E::exponent(x)];
+    std::uint32_t got[E::exponent_count];
+    for (auto& c : got) c = 0xDEADu;
+    host::detail::avx2::byte_histogram<E, true>(in, m, codec_detail::dense_body(m), got, E::exponent_count);
+    for (unsigned e = 0; e < E::exponent_count; ++e) {
+      INFO("AVX2 histogram, exponent " << e);
+      REQUIRE(got[e] == want[e]);
+    }
+#if ZIPCCL_HAS_AVX512
+    constexpr int bins = E::exponent_count <= 32 ? E::exponent_count - 1 : 11;
+    for (int base : {1, static_cast<int>(E::exponent_count) - bins - 1, static_cast<int>(E::exponent_count / 2) - 5}) {
+      if (base < 1) continue;
+      std::uint64_t near[bins] = {}, zero = 0;
+      host::detail::avx512::count_bins<E, bins>(in, m, base, near, &zero);
+      INFO("AVX-512 bins from " << base);
+      REQUIRE(zero == want[0]);
+      for (int j = 0; j < bins; ++j) {
+        INFO("exponent " << base + j);
+        REQUIRE(near[j] == (base + j < static_cast<int>(E::exponent_count) ? want[base + j] : 0u));
+      }
+    }
+#endif
+  };
+  std::mt19937_64 rng(2025);
+  const auto with_exponent = [&](unsigned e) {
+    return static_cast<bits>((bits(e) << shift) | (rng() & ((bits(1) << shift) - 1u)) |
+                             (rng() % 2 ? bits(bits(1) << (E::total_bits - 1)) : bits(0)));
+  };
+  for (std::uint64_t m : {65536ull, 65536ull - 37, 64ull * 255 + 1, 100ull}) {
+    INFO("m = " << m);
+    check(testing::make_tensor<E>(m, 0.03, testing::distribution::gaussian, m));
+    check(testing::random_bits<E>(m, m + 1));
+    for (unsigned e : {0u, 1u, E::exponent_count / 2, E::exponent_count - 2, E::exponent_count - 1})
+      check(std::vector<bits>(m, with_exponent(e)));
+  }
+}
+#endif
+
+#if ZIPCCL_HAS_AVX2
 // The host's zero-group test (avx2::zero_group_test, which the dispatcher's plan_body takes)
 // against the reference's in format::make_zero_mask: the same bytes, padding included, and the same count, on chunks
 // with random zero groups, one nonzero byte at every offset of a group (its last byte is what a
