@@ -580,10 +580,12 @@ TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]"
 
 #if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
 // The AVX-512 encoder's window lookups (window_table) on their own: for plans whose symbols span
-// 32 values or fewer (the narrow window, four registers), more (the 64-wide one), or 32 values
-// plus zero symbols outside them (which the window leaves out), every symbol 0..255 is found with
-// the table's entries exactly when it lies in the window, and is reported missing otherwise; the
-// encoders never ask for a symbol outside a narrow window, so only this test sees that answer.
+// 32 values or fewer (the narrow window, four registers), up to 64 (the wide one), more (a window
+// that does not hold them all), or 32 values plus zero symbols outside them (which the window
+// leaves out), every symbol 0..255 is found with the table's entries exactly when it lies in the
+// window, and is reported missing otherwise; where the window holds every symbol, the held
+// lookup (which skips the test) gives the same entries. The encoders never ask for a symbol
+// outside a narrow window, so only this test sees that answer.
 TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
   namespace simd = host::detail::avx512::rans_simd;
   namespace rans = codec_detail::rans;
@@ -591,10 +593,11 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
   std::mt19937 rng(5);
   struct shape {
     unsigned first, span;
-    bool zeros, narrow;
+    bool zeros, narrow, held;
   };
-  for (const shape s : {shape{0, 1, false, true}, shape{100, 32, false, true}, shape{224, 32, false, true},
-                        shape{90, 33, false, false}, shape{10, 64, false, false}, shape{120, 20, true, true}}) {
+  for (const shape s : {shape{0, 1, false, true, true}, shape{100, 32, false, true, true}, shape{224, 32, false, true, true},
+                        shape{90, 33, false, false, true}, shape{10, 64, false, false, true}, shape{120, 20, true, true, true},
+                        shape{30, 65, false, false, false}, shape{0, 256, false, false, false}}) {
     INFO("symbols " << s.first << ".." << s.first + s.span - 1 << (s.zeros ? " and zero symbols 1, 2" : ""));
     codec_detail::rans_plan plan{};
     rans::zero_symbols skip;
@@ -608,11 +611,14 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
     const encode_table et(plan);
     const simd::window_table wt(plan, et, s.zeros ? &skip : nullptr);
     REQUIRE(wt.narrow == s.narrow);
+    REQUIRE(wt.held == s.held);
     alignas(64) std::uint32_t lo[16];
     _mm512_storeu_si512(lo, wt.lo);
     const unsigned width = s.narrow ? 32 : 64;
-    REQUIRE(lo[0] <= s.first);
-    REQUIRE(lo[0] + width >= s.first + s.span);
+    if (s.held) {
+      REQUIRE(lo[0] <= s.first);
+      REQUIRE(lo[0] + width >= s.first + s.span);
+    }
     // every symbol of the window, sixteen at a time and out of order
     for (unsigned round = 0; round < 2 * width / 16; ++round) {
       alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
@@ -620,6 +626,17 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
       __m512i f = _mm512_setzero_si512(), r = f;
       INFO("round " << round);
       REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r));
+      _mm512_storeu_si512(fc, f);
+      _mm512_storeu_si512(rcp, r);
+      for (unsigned k = 0; k < 16; ++k) {
+        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
+        REQUIRE(rcp[k] == et.rcp[sym[k]]);
+      }
+      // the held mode the window allows (the kernel's for such a chunk): the same entries
+      if (!wt.held) continue;
+      f = r = _mm512_setzero_si512();
+      REQUIRE((wt.narrow ? wt.lookup<simd::lookup_mode::held_narrow>(_mm512_load_si512(sym), &f, &r)
+                         : wt.lookup<simd::lookup_mode::held_wide>(_mm512_load_si512(sym), &f, &r)));
       _mm512_storeu_si512(fc, f);
       _mm512_storeu_si512(rcp, r);
       for (unsigned k = 0; k < 16; ++k) {
@@ -655,7 +672,7 @@ TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
   std::mt19937 rng(9);
   struct shape {
     unsigned first, span;  // magnitudes first .. first + span - 1, both signs
-    bool zeros, narrow, all;
+    bool zeros, narrow, all;  // all: the window holds every symbol (held)
   };
   for (const shape s : {shape{40, 1, false, true, true}, shape{40, 16, false, true, true}, shape{100, 16, false, true, true},
                         shape{30, 17, false, false, true}, shape{96, 32, false, false, true}, shape{20, 33, false, false, false},
@@ -673,7 +690,7 @@ TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
     const encode_table et(plan);
     const T wt(plan, et, s.zeros ? &skip : nullptr);
     REQUIRE(wt.narrow == s.narrow);
-    REQUIRE(wt.all == s.all);
+    REQUIRE(wt.held == s.all);
     alignas(64) std::uint32_t lo[16], mag_lo[16], inside[16];
     _mm512_storeu_si512(lo, wt.lo);
     _mm512_storeu_si512(mag_lo, wt.signs.lo);
@@ -687,7 +704,7 @@ TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
       if (plan.freq[v] != 0 && !(s.zeros && (v == 0x00 || v == 0x80))) REQUIRE((in_window(v) || !s.all));
     // every symbol, in one lane among the window's first, and sixteen at a time in order
     for (unsigned v = 0; v < rans::symbols; ++v) {
-      const bool found = in_window(v) || (!wt.all && in_signs(v));
+      const bool found = in_window(v) || (!wt.held && in_signs(v));
       alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
       for (unsigned k = 0; k < 16; ++k) sym[k] = k == v % 16 ? v : inside[0];
       __m512i f = _mm512_setzero_si512(), r = f;
@@ -710,11 +727,23 @@ TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
       }
       bool signs_found = true;
       for (unsigned k = 0; k < 16; ++k) signs_found = signs_found && in_signs(sym[k]);
-      found = found || (!wt.all && signs_found);
+      const bool in_rotated = found;
+      found = found || (!wt.held && signs_found);
       __m512i f = _mm512_setzero_si512(), r = f;
       INFO("window values " << first << ".." << first + 15);
       REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r) == found);
       if (!found) continue;
+      _mm512_storeu_si512(fc, f);
+      _mm512_storeu_si512(rcp, r);
+      for (unsigned k = 0; k < 16; ++k) {
+        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
+        REQUIRE(rcp[k] == et.rcp[sym[k]]);
+      }
+      // the held mode the window allows: the same entries for the window's values
+      if (!wt.held || !in_rotated) continue;
+      f = r = _mm512_setzero_si512();
+      REQUIRE((wt.narrow ? wt.lookup<simd::lookup_mode::held_narrow>(_mm512_load_si512(sym), &f, &r)
+                         : wt.lookup<simd::lookup_mode::held_wide>(_mm512_load_si512(sym), &f, &r)));
       _mm512_storeu_si512(fc, f);
       _mm512_storeu_si512(rcp, r);
       for (unsigned k = 0; k < 16; ++k) {

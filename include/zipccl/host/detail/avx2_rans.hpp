@@ -314,6 +314,12 @@ struct encode_kernel {
   encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
       : et(t), wt(windowed ? window_table(plan, t, zero_symbols ? &plan.zero : nullptr) : window_table()), mt(tables()),
         X() {}
+  // Runs f (encode_chunk_with's group loop) with the kernel for this chunk (here always this one).
+  template <class F>
+  static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
+    encode_kernel k(plan, t);
+    return f(k);
+  }
   // The body's symbol counts (plan_chunk).
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
@@ -661,36 +667,39 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
-  Kernel kernel(plan, et);
-  reference_steps ref;
-  std::uint64_t top = plan.cap;
-  std::uint8_t* words = out + RL::words_offset(base, nsym);
-  std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
-  alignas(64) std::uint32_t x[rans::lanes];
-  for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
-  kernel.load(x);
-  std::uint64_t at = b;
-  for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
-    if (codec_detail::in_zero_group(shape, g)) continue;
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    at -= lanes;
-    if (reference_steps::needed(plan, lanes, top)) {  // (the short last group comes first)
-      kernel.store(x);
-      std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
-      if (!codec_detail::encode_rans_group<E>(plan, ref.divisors(plan), in + first * L::elem_size, lanes, x, &t, words + at * W,
-                                              bytes + at, out))
-        return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  // (Kernel::run picks the kernel for the chunk's plan and runs the loop with it; the kernel by
+  // value, a local whose states can stay in registers, which the stores to out cannot alias)
+  return Kernel::run(plan, et, [&](auto kernel) {
+    reference_steps ref;
+    std::uint64_t top = plan.cap;
+    std::uint8_t* words = out + RL::words_offset(base, nsym);
+    std::uint8_t* bytes = out + RL::bytes_offset(b, base, nsym);
+    alignas(64) std::uint32_t x[rans::lanes];
+    for (unsigned l = 0; l < rans::lanes; ++l) x[l] = rans::state_low;
+    kernel.load(x);
+    std::uint64_t at = b;
+    for (std::uint64_t g = (m + format::group_elems - 1) / format::group_elems; g-- > 0;) {
+      if (codec_detail::in_zero_group(shape, g)) continue;
+      const std::uint64_t first = g * format::group_elems;
+      const unsigned lanes = format::group_lanes(m, g);
+      at -= lanes;
+      if (reference_steps::needed(plan, lanes, top)) {  // (the short last group comes first)
+        kernel.store(x);
+        std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
+        if (!codec_detail::encode_rans_group<E>(plan, ref.divisors(plan), in + first * L::elem_size, lanes, x, &t,
+                                                words + at * W, bytes + at, out))
+          return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+        top = t;
+        kernel.load(x);
+        continue;
+      }
+      std::uint64_t t = top;
+      kernel.group(in + first * L::elem_size, bytes + at, words + at * W, out, &t);
       top = t;
-      kernel.load(x);
-      continue;
     }
-    std::uint64_t t = top;
-    kernel.group(in + first * L::elem_size, bytes + at, words + at * W, out, &t);
-    top = t;
-  }
-  kernel.store(x);
-  return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+    kernel.store(x);
+    return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+  });
 }
 
 template <class E>

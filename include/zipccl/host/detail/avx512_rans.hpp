@@ -71,6 +71,25 @@ inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
 #endif
 }
 
+// How an encoder kernel looks a register's symbols up, chosen per chunk (encode_kernel::run):
+// checked tests the sixteen symbols against the window and takes the gathers where one falls
+// outside; held_narrow and held_wide, for chunks whose symbols (the zero symbols apart) all lie
+// in the window of 32 or of 64 values, skip that test, which every symbol of the chunk would
+// pass (every symbol of a body has a nonzero frequency, and the window is placed on those).
+enum class lookup_mode { checked, held_narrow, held_wide };
+
+// The entries of sixteen window indices i (0..31: one vpermt2d a field; 0..63: two and a blend)
+// from a table of 32 or 64 entries in four registers a field.
+inline void entries32(const __m512i (&fc)[4], const __m512i (&rcp)[4], __m512i i, __m512i* freq_cum, __m512i* recip) {
+  *freq_cum = _mm512_permutex2var_epi32(fc[0], i, fc[1]);
+  *recip = _mm512_permutex2var_epi32(rcp[0], i, rcp[1]);
+}
+inline void entries64(const __m512i (&fc)[4], const __m512i (&rcp)[4], __m512i i, __m512i* freq_cum, __m512i* recip) {
+  const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
+  *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]), _mm512_permutex2var_epi32(fc[2], i, fc[3]));
+  *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]), _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
+}
+
 // The encoder's lookups of sixteen symbols from a window of 64 table entries in eight registers,
 // or of 32 in four where the chunk's symbols (but the zero symbols) all fall in 32 values, as
 // bf16's and fp32's exponents nearly always do: a lookup is then one vpermt2d per field, not two
@@ -78,12 +97,14 @@ inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
 struct window_table {
   __m512i fc[4], rcp[4];
   __m512i lo;
-  bool narrow;
+  bool narrow, held;  // held: the window holds every symbol (but the zero symbols)
   window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
     alignas(64) std::uint32_t f[64], r[64];
     const unsigned start = et.window<32>(plan, f, r, skip);
     narrow = encode_table::holds_all<32>(plan, start, skip);
-    lo = _mm512_set1_epi32(static_cast<int>(narrow ? start : et.window<64>(plan, f, r, skip)));
+    const unsigned first = narrow ? start : et.window<64>(plan, f, r, skip);
+    held = narrow || encode_table::holds_all<64>(plan, first, skip);
+    lo = _mm512_set1_epi32(static_cast<int>(first));
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(f + 16 * k);
       rcp[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(r + 16 * k);
@@ -91,21 +112,22 @@ struct window_table {
   }
   // A symbol of the window, broadcast (the lanes of zero symbols take it: code<true>).
   __m512i inside() const { return lo; }
-  // The two lookups of sixteen symbols; false when a lane's symbol is outside the window.
+  // The two lookups of sixteen symbols; false when a lane's symbol is outside the window (M:
+  // lookup_mode, whose held modes the chunk's plan must allow).
+  template <lookup_mode M = lookup_mode::checked>
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     const __m512i i = _mm512_sub_epi32(sym, lo);
-    if (narrow) {
+    if constexpr (M == lookup_mode::held_narrow) {
+      entries32(fc, rcp, i, freq_cum, recip);
+    } else if constexpr (M == lookup_mode::held_wide) {
+      entries64(fc, rcp, i, freq_cum, recip);
+    } else if (narrow) {
       if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) != 0) return false;
-      *freq_cum = _mm512_permutex2var_epi32(fc[0], i, fc[1]);
-      *recip = _mm512_permutex2var_epi32(rcp[0], i, rcp[1]);
-      return true;
+      entries32(fc, rcp, i, freq_cum, recip);
+    } else {
+      if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
+      entries64(fc, rcp, i, freq_cum, recip);
     }
-    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
-    const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
-    *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]),
-                                        _mm512_permutex2var_epi32(fc[2], i, fc[3]));
-    *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]),
-                                     _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
     return true;
   }
 };
@@ -168,7 +190,7 @@ struct fp16_window_table {
   sign_window_table signs;
   __m512i fc[4], rcp[4];
   __m512i lo, first;  // the window's first value r, and its symbol (broadcast)
-  bool narrow, all;   // all: the window holds every symbol (but the zero symbols)
+  bool narrow, held;  // held: the window holds every symbol (but the zero symbols)
   fp16_window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr)
       : signs(plan, et, skip) {
     const auto weight = [&](unsigned r) { return encode_table::weight(plan, symbol(r), skip); };
@@ -180,15 +202,15 @@ struct fp16_window_table {
     unsigned start = encode_table::busiest<32>(rans::symbols, weight);
     narrow = holds_all(start, 32);
     if (!narrow) start = encode_table::busiest<64>(rans::symbols, weight);
-    all = narrow || holds_all(start, 64);
+    held = narrow || holds_all(start, 64);
     lo = _mm512_set1_epi32(static_cast<int>(start));
     first = _mm512_set1_epi32(static_cast<int>(symbol(start)));
     alignas(64) std::uint32_t f[64], r[64];
     for (unsigned i = 0; i < 64; ++i) {
       const unsigned v = start + i;
-      const bool held = v < rans::symbols && (i < 32 || !narrow);
-      f[i] = held ? et.freq_cum[symbol(v)] : 0u;
-      r[i] = held ? et.rcp[symbol(v)] : 0u;
+      const bool in = v < rans::symbols && (i < 32 || !narrow);
+      f[i] = in ? et.freq_cum[symbol(v)] : 0u;
+      r[i] = in ? et.rcp[symbol(v)] : 0u;
     }
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = _mm512_load_si512(f + 16 * k);
@@ -196,25 +218,29 @@ struct fp16_window_table {
     }
   }
   __m512i inside() const { return first; }
+  template <lookup_mode M = lookup_mode::checked>
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     // r = (sym << 1 | sym >> 7) & 0xFF (vpternlogd 0xA8: (a | b) & c)
     const __m512i r = _mm512_ternarylogic_epi32(_mm512_slli_epi32(sym, 1), _mm512_srli_epi32(sym, 7), _mm512_set1_epi32(0xFF), 0xA8);
     const __m512i i = _mm512_sub_epi32(r, lo);
-    if (narrow) {
-      if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) == 0) {
-        *freq_cum = _mm512_permutex2var_epi32(fc[0], i, fc[1]);
-        *recip = _mm512_permutex2var_epi32(rcp[0], i, rcp[1]);
+    if constexpr (M == lookup_mode::held_narrow) {
+      entries32(fc, rcp, i, freq_cum, recip);
+      return true;
+    } else if constexpr (M == lookup_mode::held_wide) {
+      entries64(fc, rcp, i, freq_cum, recip);
+      return true;
+    } else {
+      if (narrow) {
+        if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) == 0) {
+          entries32(fc, rcp, i, freq_cum, recip);
+          return true;
+        }
+      } else if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) == 0) {
+        entries64(fc, rcp, i, freq_cum, recip);
         return true;
       }
-    } else if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) == 0) {
-      const __mmask16 high = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
-      *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]),
-                                          _mm512_permutex2var_epi32(fc[2], i, fc[3]));
-      *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]),
-                                       _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
-      return true;
+      return !held && signs.lookup(sym, freq_cum, recip);
     }
-    return !all && signs.lookup(sym, freq_cum, recip);
   }
 };
 
@@ -403,15 +429,35 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 
 // The encoder's kernel of a full group for the group loop of avx2::rans_simd::encode_chunk_with:
 // the 32 states in two registers, lanes 31..16 first.
-template <class E>
+template <class E, lookup_mode Mode = lookup_mode::checked>
 struct encode_kernel {
+  using table_type = std::conditional_t<std::is_same_v<E, fp16>, fp16_window_table, window_table>;
   const encode_table& et;
-  std::conditional_t<std::is_same_v<E, fp16>, fp16_window_table, window_table> wt;
+  table_type wt;
   __m512i X[2];
   // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
   // symbols up apart)
   encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
       : et(t), wt(plan, t, zero_symbols ? &plan.zero : nullptr), X() {}
+  // The same kernel for another lookup mode (its window as it is).
+  template <lookup_mode M>
+  explicit encode_kernel(const encode_kernel<E, M>& k) : et(k.et), wt(k.wt), X() {}
+  // Runs f (avx2::rans_simd::encode_chunk_with's group loop) with the kernel for this chunk: one
+  // whose lookups skip the window's test where the window holds every symbol.
+  template <class F>
+  static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
+    static_assert(Mode == lookup_mode::checked, "encode_kernel::run: chooses the mode itself");
+    encode_kernel k(plan, t);
+    if (k.wt.held && k.wt.narrow) {
+      encode_kernel<E, lookup_mode::held_narrow> h(k);
+      return f(h);
+    }
+    if (k.wt.held) {
+      encode_kernel<E, lookup_mode::held_wide> h(k);
+      return f(h);
+    }
+    return f(k);
+  }
   // The body's symbol counts (plan_chunk).
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
@@ -459,9 +505,9 @@ struct encode_kernel {
           found = true;
         }
       } else {
-        found = wt.lookup(sym[k], &fc, &rcp);
+        found = wt.template lookup<Mode>(sym[k], &fc, &rcp);
       }
-      if (!found) {
+      if (Mode == lookup_mode::checked && !found) {
         fc = _mm512_i32gather_epi32(sym[k], et.freq_cum, 4);
         rcp = _mm512_i32gather_epi32(sym[k], et.rcp, 4);
       }
