@@ -415,7 +415,8 @@ TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd ta
 // AVX-512 counter's window of sixteen, outside it, below 16 or near 255, move in the chunk's
 // middle, spread too wide for any window, or repeat more often than a byte counter holds (symbol
 // 0's counter too); with zero groups, an odd number of full groups (a half register, after the
-// window has moved too) and a short last one. (A count off by one can leave the normalised table, and so the
+// window has moved too) and a short last one; and the kernels' counts of +0.0 and -0.0 on the
+// same chunks and on chunks full of both. (A count off by one can leave the normalised table, and so the
 // bytes, unchanged: the byte comparisons above do not see it.)
 TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, fp32) {
   using E = TestType;
@@ -444,6 +445,20 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
 #if ZIPCCL_HAS_AVX512
     compare(host::detail::avx512::rans_simd::encode_kernel<E>::count);
 #endif
+    // and the numbers of +0.0 and -0.0 (the kernels' zeros)
+    std::uint64_t want_pos = 0, want_neg = 0;
+    for (std::uint64_t i = 0; i < m; ++i)
+      if (!codec_detail::in_zero_group(shape, i / format::group_elems)) want_pos += v[i] == 0, want_neg += v[i] == S::negative_zero;
+    const auto compare_zeros = [&](auto zeros) {
+      std::uint64_t pos = 7, neg = 7;
+      zeros(in, m, shape, &pos, &neg);
+      REQUIRE(pos == want_pos);
+      REQUIRE(neg == want_neg);
+    };
+    compare_zeros(host::detail::avx2::rans_simd::encode_kernel<E>::zeros);
+#if ZIPCCL_HAS_AVX512
+    compare_zeros(host::detail::avx512::rans_simd::encode_kernel<E>::zeros);
+#endif
   };
   std::mt19937_64 rng(2024);
   const auto with_symbol = [&](unsigned s) { return static_cast<bits>((bits(s) << shift) | (rng() & ((1u << shift) - 1u))); };
@@ -469,6 +484,12 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     check(v);
     for (std::uint64_t i = 0; i < m; ++i)
       if ((i / 128) % 2 == 1) v[i] = 0;
+    check(v);
+    // +0.0 and -0.0 scattered among values, a few whole groups of them, the last lanes too
+    for (std::uint64_t i = 0; i < m; ++i)
+      v[i] = rng() % 3 == 0 ? (rng() % 2 ? S::negative_zero : bits(0)) : with_symbol(100u + static_cast<unsigned>(rng() % 9));
+    for (std::uint64_t i = m / 2; i < m / 2 + 64 && i < m; ++i) v[i] = (i % 2) ? S::negative_zero : bits(0);
+    v[m - 1] = S::negative_zero;
     check(v);
   }
 }

@@ -131,11 +131,12 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
 
 // codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
 // kernel's (avx2::byte_histogram, 32 at a time; on AVX-512, avx512::rans_simd::count_symbols for
-// bf16 and fp32). The zeros are counted only where the counts of their symbols leave room for
-// enough of them to give the body zero symbols (rans::zeros_pay).
-template <class E, class Count>
+// bf16 and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
+// avx2::count_zeros, or avx512::rans_simd::count_zeros), only where the counts of their symbols
+// leave room for enough of them to give the body zero symbols (rans::zeros_pay).
+template <class E, class Count, class Zeros>
 inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
-                       codec_detail::rans_plan* plan, Count&& count) {
+                       codec_detail::rans_plan* plan, Count&& count, Zeros&& zeros) {
   using S = rans::split<E>;
   if (shape.elems == 0) return false;
   std::uint32_t counts[rans::symbols];
@@ -143,7 +144,7 @@ inline bool plan_chunk(const std::uint8_t* in, std::uint64_t m, const codec_deta
   const std::uint64_t could_be_zero =
       counts[S::pos_zero_symbol] + (S::neg_zero_symbol != S::pos_zero_symbol ? counts[S::neg_zero_symbol] : 0u);
   std::uint64_t n_pos = 0, n_neg = 0;
-  if (rans::zeros_pay(could_be_zero, shape.elems)) avx2::count_zeros<E>(in, m, shape, &n_pos, &n_neg);
+  if (rans::zeros_pay(could_be_zero, shape.elems)) zeros(in, m, shape, &n_pos, &n_neg);
   return codec_detail::finish_rans_plan<E>(counts, n_pos, n_neg, m, shape, plan);
 }
 
@@ -324,6 +325,11 @@ struct encode_kernel {
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
     avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
+  }
+  // The body's numbers of +0.0 and -0.0 (plan_chunk, where zero symbols could pay).
+  static void zeros(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint64_t* n_pos,
+                    std::uint64_t* n_neg) {
+    avx2::count_zeros<E>(in, m, shape, n_pos, n_neg);
   }
   void load(const std::uint32_t* x) { load_states(x, X); }
   void store(std::uint32_t* x) const { store_states(X, x); }
@@ -661,7 +667,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
   codec_detail::rans_plan plan;
-  if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count))
+  if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count, Kernel::zeros))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
   // a body with zero symbols (rans::zeros_pay)
   if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan);
