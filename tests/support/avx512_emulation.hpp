@@ -228,6 +228,9 @@ inline __mmask64 mask_cmpeq_epi8_mask(__mmask64 k, __m512i a, __m512i b) {
 inline __mmask64 mask_cmpge_epu8_mask(__mmask64 k, __m512i a, __m512i b) {
   return k & compare<u8>(a, b, [](u8 x, u8 y) { return x >= y; });
 }
+inline __mmask32 cmpeq_epi16_mask(__m512i a, __m512i b) {
+  return static_cast<__mmask32>(compare<u16>(a, b, [](u16 x, u16 y) { return x == y; }));
+}
 inline __mmask16 cmpeq_epi32_mask(__m512i a, __m512i b) {
   return static_cast<__mmask16>(compare<u32>(a, b, [](u32 x, u32 y) { return x == y; }));
 }
@@ -444,6 +447,8 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_reduce_add_epi64 zipccl_emu::reduce_add_epi64
 #undef _mm512_cmp_epu8_mask
 #define _mm512_cmp_epu8_mask zipccl_emu::cmp_epu8_mask
+#undef _mm512_cmpeq_epi16_mask
+#define _mm512_cmpeq_epi16_mask zipccl_emu::cmpeq_epi16_mask
 #undef _mm512_cmpeq_epi32_mask
 #define _mm512_cmpeq_epi32_mask zipccl_emu::cmpeq_epi32_mask
 #undef _mm512_mask_cmpeq_epi8_mask
