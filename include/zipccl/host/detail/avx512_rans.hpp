@@ -10,9 +10,10 @@
 //            chunks are decoded in one loop (decode_rans_pair), four registers of states.
 //   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
 //            symbols fall in a window of 64 values (the one that holds the most of the chunk's
-//            frequency; a lookup is two vpermt2d and a blend, one where all fall in 32 values;
-//            fp16: 64 magnitudes of either
-//            sign, sign_window_table), else by two gathers; the lanes at or
+//            frequency; a lookup is two vpermt2d and a blend, one where all fall in 32 values,
+//            and no window test where the window holds every symbol of the chunk; fp16: values
+//            magnitude << 1 | sign, fp16_window_table, with sign_window_table behind), else by
+//            two gathers; the lanes at or
 //            above freq << 20 give up their low 16 bits, which vpcompressd and a masked vpmovdw
 //            store put in lane order just below the stream's current start; then
 //            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
