@@ -318,9 +318,21 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
     constexpr unsigned shift = std::is_same_v<E, fp32> ? 23 : std::is_same_v<E, bf16> ? 7 : 8;
     constexpr bits sign = static_cast<bits>(bits{1} << (E::total_bits - 1));
     std::mt19937_64 rng(313);
-    // fp16's AVX-512 window is one of 64 magnitudes (the symbol's low seven bits) with a table per
-    // sign: both signs on its two edges, and single elements of either sign just outside it
+    // fp16's AVX-512 sign window (behind its window of magnitude << 1 | sign, which 64 magnitudes
+    // overflow) is one of 64 magnitudes with a table per sign: both signs on its two edges, and
+    // single elements of either sign just outside it; then chunks that the window of magnitude and
+    // sign holds (so the held-window kernels code them): 16 magnitudes of both signs (32 values,
+    // the narrow window) and 17 to 32 (the wide one), with no +-0, which would give zero symbols
     if constexpr (std::is_same_v<E, fp16>) {
+      for (unsigned span : {1u, 8u, 16u, 17u, 25u, 32u}) {
+        INFO("held window, " << span << " magnitudes of both signs");
+        std::vector<bits> held(65536 + 77);
+        for (auto& x : held)
+          x = static_cast<bits>(((40u + static_cast<unsigned>(rng() % span)) << shift) | (1u + rng() % 255u) |
+                                (rng() % 2 ? sign : 0u));
+        compare_paths<TestType>(held, false);
+        compare_paths<TestType>(held, true);
+      }
       std::vector<bits> mags(65536);
       for (auto& x : mags)
         x = static_cast<bits>(((30u + static_cast<unsigned>(rng() % 64)) << shift) | (rng() & 0xFFu) | (rng() % 2 ? sign : 0u));
@@ -600,6 +612,32 @@ TEMPLATE_TEST_CASE("the host zero-group mask is the reference's", "[host][simd]"
 #endif
 
 #if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+namespace {
+// Looks the sixteen symbols at sym up in an encoder window table: by its checked lookup or (held)
+// by the held mode the table allows (narrow or wide). Where the lookup reports them found, every
+// lane must have the encode table's entries; returns whether it did.
+template <class Table>
+bool window_finds(const Table& wt, const host::detail::avx2::rans_simd::encode_table& et, const std::uint32_t* sym,
+                  bool held = false) {
+  namespace simd = host::detail::avx512::rans_simd;
+  __m512i f = _mm512_setzero_si512(), r = f;
+  const __m512i s = _mm512_loadu_si512(sym);
+  const bool found = !held     ? wt.lookup(s, &f, &r)
+                     : wt.narrow ? wt.template lookup<simd::lookup_mode::held_narrow>(s, &f, &r)
+                                 : wt.template lookup<simd::lookup_mode::held_wide>(s, &f, &r);
+  if (!found) return false;
+  alignas(64) std::uint32_t fc[16], rcp[16];
+  _mm512_storeu_si512(fc, f);
+  _mm512_storeu_si512(rcp, r);
+  for (unsigned k = 0; k < 16; ++k) {
+    INFO("lane " << k << ", symbol " << sym[k]);
+    REQUIRE(fc[k] == et.freq_cum[sym[k]]);
+    REQUIRE(rcp[k] == et.rcp[sym[k]]);
+  }
+  return true;
+}
+}  // namespace
+
 // The AVX-512 encoder's window lookups (window_table) on their own: for plans whose symbols span
 // 32 values or fewer (the narrow window, four registers), up to 64 (the wide one), more (a window
 // that does not hold them all), or 32 values plus zero symbols outside them (which the window
@@ -642,28 +680,12 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
     }
     // every symbol of the window, sixteen at a time and out of order
     for (unsigned round = 0; round < 2 * width / 16; ++round) {
-      alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
+      alignas(64) std::uint32_t sym[16];
       for (unsigned k = 0; k < 16; ++k) sym[k] = std::min(lo[0] + (16 * round + 7 * k) % width, rans::symbols - 1);
-      __m512i f = _mm512_setzero_si512(), r = f;
       INFO("round " << round);
-      REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r));
-      _mm512_storeu_si512(fc, f);
-      _mm512_storeu_si512(rcp, r);
-      for (unsigned k = 0; k < 16; ++k) {
-        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
-        REQUIRE(rcp[k] == et.rcp[sym[k]]);
-      }
+      REQUIRE(window_finds(wt, et, sym));
       // the held mode the window allows (the kernel's for such a chunk): the same entries
-      if (!wt.held) continue;
-      f = r = _mm512_setzero_si512();
-      REQUIRE((wt.narrow ? wt.lookup<simd::lookup_mode::held_narrow>(_mm512_load_si512(sym), &f, &r)
-                         : wt.lookup<simd::lookup_mode::held_wide>(_mm512_load_si512(sym), &f, &r)));
-      _mm512_storeu_si512(fc, f);
-      _mm512_storeu_si512(rcp, r);
-      for (unsigned k = 0; k < 16; ++k) {
-        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
-        REQUIRE(rcp[k] == et.rcp[sym[k]]);
-      }
+      if (wt.held) REQUIRE(window_finds(wt, et, sym, true));
     }
     // every symbol outside the window, in one lane among symbols of the window
     for (unsigned v = 0; v < rans::symbols; ++v) {
@@ -726,21 +748,13 @@ TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
     // every symbol, in one lane among the window's first, and sixteen at a time in order
     for (unsigned v = 0; v < rans::symbols; ++v) {
       const bool found = in_window(v) || (!wt.held && in_signs(v));
-      alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
+      alignas(64) std::uint32_t sym[16];
       for (unsigned k = 0; k < 16; ++k) sym[k] = k == v % 16 ? v : inside[0];
-      __m512i f = _mm512_setzero_si512(), r = f;
       INFO("symbol " << v);
-      REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r) == found);
-      if (!found) continue;
-      _mm512_storeu_si512(fc, f);
-      _mm512_storeu_si512(rcp, r);
-      for (unsigned k = 0; k < 16; ++k) {
-        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
-        REQUIRE(rcp[k] == et.rcp[sym[k]]);
-      }
+      REQUIRE(window_finds(wt, et, sym) == found);
     }
     for (unsigned first = 0; first < rans::symbols; first += 16) {
-      alignas(64) std::uint32_t sym[16], fc[16], rcp[16];
+      alignas(64) std::uint32_t sym[16];
       bool found = true;
       for (unsigned k = 0; k < 16; ++k) {
         sym[k] = T::symbol(first + k);  // sixteen neighbours of the window's order
@@ -750,27 +764,10 @@ TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
       for (unsigned k = 0; k < 16; ++k) signs_found = signs_found && in_signs(sym[k]);
       const bool in_rotated = found;
       found = found || (!wt.held && signs_found);
-      __m512i f = _mm512_setzero_si512(), r = f;
       INFO("window values " << first << ".." << first + 15);
-      REQUIRE(wt.lookup(_mm512_load_si512(sym), &f, &r) == found);
-      if (!found) continue;
-      _mm512_storeu_si512(fc, f);
-      _mm512_storeu_si512(rcp, r);
-      for (unsigned k = 0; k < 16; ++k) {
-        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
-        REQUIRE(rcp[k] == et.rcp[sym[k]]);
-      }
+      REQUIRE(window_finds(wt, et, sym) == found);
       // the held mode the window allows: the same entries for the window's values
-      if (!wt.held || !in_rotated) continue;
-      f = r = _mm512_setzero_si512();
-      REQUIRE((wt.narrow ? wt.lookup<simd::lookup_mode::held_narrow>(_mm512_load_si512(sym), &f, &r)
-                         : wt.lookup<simd::lookup_mode::held_wide>(_mm512_load_si512(sym), &f, &r)));
-      _mm512_storeu_si512(fc, f);
-      _mm512_storeu_si512(rcp, r);
-      for (unsigned k = 0; k < 16; ++k) {
-        REQUIRE(fc[k] == et.freq_cum[sym[k]]);
-        REQUIRE(rcp[k] == et.rcp[sym[k]]);
-      }
+      if (wt.held && in_rotated) REQUIRE(window_finds(wt, et, sym, true));
     }
   }
 }

@@ -189,15 +189,20 @@ ZIPCCL_HOST_DEVICE void normalize(const std::uint32_t* counts, std::uint64_t b, 
   // The excess (at most 255: only symbols rounded up to 1 overshoot), taken one by one from the
   // largest frequency, first brings every frequency above some level L down to L and then takes
   // one from each of the first r frequencies at L in symbol order; L is the lowest level whose
-  // cost (the frequencies' sum above it) the excess covers. Found by bisection, it makes the same
-  // table as the one-by-one rule (test_rans.cpp compares them) in a dozen passes, not up to 255.
+  // cost (the frequencies' sum above it) the excess covers. Found by bisection between the largest
+  // frequency less the excess less one (whose cost, that frequency's alone, passes the excess)
+  // and the largest, it makes the same table as the one-by-one rule (test_codebook.cpp compares
+  // them) in at most eight rounds over the table, not up to 255.
   const std::uint64_t excess = static_cast<std::uint64_t>(sum - prob_total);
   const auto cost = [&](std::uint32_t level) {
     std::uint64_t c = 0;
     for (unsigned s = 0; s < symbols; ++s) c += freq[s] > level ? freq[s] - level : 0u;
     return c;
   };
-  std::uint32_t lo = 0, hi = prob_total;  // cost(lo) > excess >= cost(hi)
+  std::uint32_t big = 0;
+  for (unsigned s = 0; s < symbols; ++s) big = freq[s] > big ? freq[s] : big;
+  // cost(lo) > excess >= cost(hi)
+  std::uint32_t hi = big, lo = big > excess + 1 ? big - static_cast<std::uint32_t>(excess) - 1u : 0u;
   while (hi - lo > 1) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
     (cost(mid) <= excess ? hi : lo) = mid;

@@ -130,8 +130,9 @@ inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t*
 }
 
 // codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
-// kernel's (avx2::byte_histogram, 32 at a time; on AVX-512, avx512::rans_simd::count_symbols for
-// bf16 and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
+// kernel's (avx2::byte_histogram: bf16's and fp32's symbols 32 at a time from a register,
+// fp16's high bytes straight from memory; on AVX-512, avx512::rans_simd::count_symbols for bf16
+// and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
 // avx2::count_zeros, or avx512::rans_simd::count_zeros), only where the counts of their symbols
 // leave room for enough of them to give the body zero symbols (rans::zeros_pay).
 template <class E, class Count, class Zeros>

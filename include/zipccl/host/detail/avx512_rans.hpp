@@ -543,6 +543,9 @@ struct encode_kernel {
   template <bool Zeros = false>
   void code(const __m512i (&sym)[2], std::uint8_t* out, std::uint64_t* top, const __mmask16* pos = nullptr,
             const __mmask16* neg = nullptr, const zero_entries* z = nullptr) {
+    // (a held mode's lookups never miss, so it takes no gathers: the zero lanes' lookups, which
+    // the window test guards, are the checked kernel's only)
+    static_assert(!Zeros || Mode == lookup_mode::checked, "encode_kernel::code: zero lanes need the checked lookups");
     const __m512i lo16 = _mm512_set1_epi32(0xFFFF), one = _mm512_set1_epi32(1);
     std::uint64_t t = *top;
 #pragma GCC unroll 2
