@@ -35,6 +35,7 @@
 
 #include "../../codec/chunk_codec.hpp"
 #include "../../codec/rans.hpp"
+#include "../../config.hpp"
 #include "../../element.hpp"
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
@@ -318,7 +319,7 @@ struct encode_kernel {
         X() {}
   // Runs f (encode_chunk_with's group loop) with the kernel for this chunk (here always this one).
   template <class F>
-  static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
+  ZIPCCL_ALWAYS_INLINE static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
     encode_kernel k(plan, t);
     return f(k);
   }
@@ -675,8 +676,10 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   // (Kernel::run picks the kernel for the chunk's plan and runs the loop with it; the kernel by
-  // value, a local whose states can stay in registers, which the stores to out cannot alias)
-  return Kernel::run(plan, et, [&](auto kernel) {
+  // value, a local whose states can stay in registers, which the stores to out cannot alias; the
+  // loop inlined, so that it reads this function's locals, not references to them that every
+  // store to out would make it reload)
+  return Kernel::run(plan, et, [&](auto kernel) ZIPCCL_ALWAYS_INLINE {
     reference_steps ref;
     std::uint64_t top = plan.cap;
     std::uint8_t* words = out + RL::words_offset(base, nsym);

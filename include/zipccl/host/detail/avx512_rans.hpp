@@ -491,7 +491,7 @@ struct encode_kernel {
   // Runs f (avx2::rans_simd::encode_chunk_with's group loop) with the kernel for this chunk: one
   // whose lookups skip the window's test where the window holds every symbol.
   template <class F>
-  static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
+  ZIPCCL_ALWAYS_INLINE static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
     static_assert(Mode == lookup_mode::checked, "encode_kernel::run: chooses the mode itself");
     encode_kernel k(plan, t);
     if (k.wt.held && k.wt.narrow) {
