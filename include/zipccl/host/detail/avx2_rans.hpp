@@ -244,12 +244,17 @@ struct alignas(64) encode_table {
     }
     return start;
   }
+  // Whether every value of 0..255 with a nonzero weight w(v) falls in the width values from start.
+  template <class Weight>
+  static bool holds_all(unsigned start, unsigned width, Weight&& w) {
+    for (unsigned v = 0; v < rans::symbols; ++v)
+      if ((v < start || v >= start + width) && w(v) != 0) return false;
+    return true;
+  }
   // Whether every symbol of weight (weight()) falls in the Width values from start.
   template <unsigned Width>
   static bool holds_all(const codec_detail::rans_plan& plan, unsigned start, const rans::zero_symbols* skip) {
-    for (unsigned v = 0; v < rans::symbols; ++v)
-      if ((v < start || v >= start + Width) && weight(plan, v, skip) != 0) return false;
-    return true;
+    return holds_all(start, Width, [&](unsigned v) { return weight(plan, v, skip); });
   }
   // The entries of the Width consecutive symbols that hold the most of the chunk's frequency (the
   // first such window; zeros past symbol 255), for the register lookups; returns its first symbol.

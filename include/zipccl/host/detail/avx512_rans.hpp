@@ -90,6 +90,24 @@ inline void entries64(const __m512i (&fc)[4], const __m512i (&rcp)[4], __m512i i
   *freq_cum = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(fc[0], i, fc[1]), _mm512_permutex2var_epi32(fc[2], i, fc[3]));
   *recip = _mm512_mask_blend_epi32(high, _mm512_permutex2var_epi32(rcp[0], i, rcp[1]), _mm512_permutex2var_epi32(rcp[2], i, rcp[3]));
 }
+// The same for a window of 32 entries (narrow) or 64 by lookup mode M: checked, false where an
+// index is outside the window; held, without that test.
+template <lookup_mode M>
+inline bool window_entries(const __m512i (&fc)[4], const __m512i (&rcp)[4], bool narrow, __m512i i, __m512i* freq_cum,
+                           __m512i* recip) {
+  if constexpr (M == lookup_mode::held_narrow) {
+    entries32(fc, rcp, i, freq_cum, recip);
+  } else if constexpr (M == lookup_mode::held_wide) {
+    entries64(fc, rcp, i, freq_cum, recip);
+  } else if (narrow) {
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) != 0) return false;
+    entries32(fc, rcp, i, freq_cum, recip);
+  } else {
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
+    entries64(fc, rcp, i, freq_cum, recip);
+  }
+  return true;
+}
 
 // The encoder's lookups of sixteen symbols from a window of 64 table entries in eight registers,
 // or of 32 in four where the chunk's symbols (but the zero symbols) all fall in 32 values, as
@@ -117,19 +135,7 @@ struct window_table {
   // lookup_mode, whose held modes the chunk's plan must allow).
   template <lookup_mode M = lookup_mode::checked>
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
-    const __m512i i = _mm512_sub_epi32(sym, lo);
-    if constexpr (M == lookup_mode::held_narrow) {
-      entries32(fc, rcp, i, freq_cum, recip);
-    } else if constexpr (M == lookup_mode::held_wide) {
-      entries64(fc, rcp, i, freq_cum, recip);
-    } else if (narrow) {
-      if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) != 0) return false;
-      entries32(fc, rcp, i, freq_cum, recip);
-    } else {
-      if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
-      entries64(fc, rcp, i, freq_cum, recip);
-    }
-    return true;
+    return window_entries<M>(fc, rcp, narrow, _mm512_sub_epi32(sym, lo), freq_cum, recip);
   }
 };
 
@@ -195,15 +201,10 @@ struct fp16_window_table {
   fp16_window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr)
       : signs(plan, et, skip) {
     const auto weight = [&](unsigned r) { return encode_table::weight(plan, symbol(r), skip); };
-    const auto holds_all = [&](unsigned start, unsigned width) {
-      for (unsigned r = 0; r < rans::symbols; ++r)
-        if ((r < start || r >= start + width) && weight(r) != 0) return false;
-      return true;
-    };
     unsigned start = encode_table::busiest<32>(rans::symbols, weight);
-    narrow = holds_all(start, 32);
+    narrow = encode_table::holds_all(start, 32, weight);
     if (!narrow) start = encode_table::busiest<64>(rans::symbols, weight);
-    held = narrow || holds_all(start, 64);
+    held = narrow || encode_table::holds_all(start, 64, weight);
     lo = _mm512_set1_epi32(static_cast<int>(start));
     first = _mm512_set1_epi32(static_cast<int>(symbol(start)));
     alignas(64) std::uint32_t f[64], r[64];
@@ -223,25 +224,9 @@ struct fp16_window_table {
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     // r = (sym << 1 | sym >> 7) & 0xFF (vpternlogd 0xA8: (a | b) & c)
     const __m512i r = _mm512_ternarylogic_epi32(_mm512_slli_epi32(sym, 1), _mm512_srli_epi32(sym, 7), _mm512_set1_epi32(0xFF), 0xA8);
-    const __m512i i = _mm512_sub_epi32(r, lo);
-    if constexpr (M == lookup_mode::held_narrow) {
-      entries32(fc, rcp, i, freq_cum, recip);
-      return true;
-    } else if constexpr (M == lookup_mode::held_wide) {
-      entries64(fc, rcp, i, freq_cum, recip);
-      return true;
-    } else {
-      if (narrow) {
-        if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) == 0) {
-          entries32(fc, rcp, i, freq_cum, recip);
-          return true;
-        }
-      } else if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) == 0) {
-        entries64(fc, rcp, i, freq_cum, recip);
-        return true;
-      }
-      return !held && signs.lookup(sym, freq_cum, recip);
-    }
+    // (a held mode's window_entries is always true: the sign window is never reached there)
+    return window_entries<M>(fc, rcp, narrow, _mm512_sub_epi32(r, lo), freq_cum, recip) ||
+           (!held && signs.lookup(sym, freq_cum, recip));
   }
 };
 
