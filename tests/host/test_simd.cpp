@@ -796,6 +796,155 @@ TEST_CASE("the AVX-512 decoder's gathers agree", "[host][simd]") {
 }
 #endif
 
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+namespace {
+
+// A random rANS table of n symbols (distinct values, ascending) in decoder form: `rare` symbols of
+// frequency 1..3 at the low end and as many at the high end (fine buckets), the others sharing the
+// rest; with `edges`, the shared frequencies multiples of 32 where they can be (boundaries on the
+// buckets' edges, and beside them where a rare one follows).
+void random_table(std::mt19937& rng, unsigned n, unsigned rare, bool edges, codec_detail::rans::decode_table* t,
+                  std::vector<std::uint32_t>* cum) {
+  namespace rans = codec_detail::rans;
+  std::vector<std::uint32_t> f(n, 0);
+  std::uint32_t left = rans::prob_total;
+  const unsigned lo = std::min(rare, n - 1), hi = std::min(rare, n - 1 - lo);
+  for (unsigned i = 0; i < lo; ++i) left -= (f[i] = 1 + rng() % 3);
+  for (unsigned i = 0; i < hi; ++i) left -= (f[n - 1 - i] = 1 + rng() % 3);
+  const unsigned mid = n - lo - hi;
+  for (unsigned i = 0; i < mid; ++i) {
+    const std::uint32_t rest = left - (mid - 1 - i);  // (each later one keeps at least 1)
+    std::uint32_t v = i + 1 == mid ? rest : 1 + rng() % std::max<std::uint32_t>(1, 2 * left / (mid - i));
+    if (edges && i + 1 < mid && v > 32) v -= v % 32;
+    v = std::min(v, rest);
+    f[lo + i] = v;
+    left -= v;
+  }
+  std::vector<unsigned> values(256);
+  for (unsigned v = 0; v < 256; ++v) values[v] = v;
+  std::shuffle(values.begin(), values.end(), rng);
+  values.resize(n);
+  std::sort(values.begin(), values.end());
+  std::uint32_t freq[256] = {};
+  cum->assign(n + 1, 0);
+  for (unsigned i = 0; i < n; ++i) freq[values[i]] = f[i], (*cum)[i + 1] = (*cum)[i] + f[i];
+  std::vector<std::uint8_t> bytes(rans::table_bytes(n));
+  rans::write_table(freq, n, bytes.data());
+  rans::read_table(bytes.data(), t);
+}
+
+// One full group decoded by kernel K (a decode_rank_kernel) and by the reference's steps from the
+// same 32 states (at random, with 2^16 and 2^32 - 1 among them), rests and stream words: the same
+// values, states and words taken.
+template <class E, class K>
+void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_table& t, const K& kernel) {
+  namespace rans = codec_detail::rans;
+  using S = rans::split<E>;
+  using bits = typename E::bits_type;
+  alignas(64) std::uint32_t x[32], y[32];
+  for (unsigned l = 0; l < 32; ++l) {
+    const unsigned k = static_cast<unsigned>(rng() % 8);
+    x[l] = k == 0 ? rans::state_low : k == 1 ? 0xFFFFFFFFu : rans::state_low + static_cast<std::uint32_t>(rng() % (0xFFFFFFFFu - rans::state_low));
+  }
+  std::uint8_t bytes[32], words[64], stream[64];
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+  for (auto& b : words) b = static_cast<std::uint8_t>(rng());
+  for (auto& b : stream) b = static_cast<std::uint8_t>(rng());
+  bits want[32], got[32];
+  std::uint64_t n = 0;
+  std::memcpy(y, x, sizeof x);
+  for (unsigned l = 0; l < 32; ++l) {
+    const std::uint32_t sym = rans::decode_step(t, &y[l]);
+    if (y[l] < rans::state_low) y[l] = y[l] << 16 | (stream[2 * n] | std::uint32_t(stream[2 * n + 1]) << 8), ++n;
+    want[l] = S::join(sym, bytes[l], words[2 * l] | std::uint32_t(words[2 * l + 1]) << 8);
+  }
+  K k = kernel;
+  k.load(x);
+  std::uint64_t next = 0;
+  k.group(bytes, words, stream, &next, reinterpret_cast<std::uint8_t*>(got));
+  k.store(x);
+  REQUIRE(next == n);
+  for (unsigned l = 0; l < 32; ++l) {
+    INFO("lane " << l);
+    REQUIRE(got[l] == want[l]);
+    REQUIRE(x[l] == y[l]);
+  }
+}
+
+// Kernel K's ranks of every slot of table t (32 slots at a time, the states' bits above the slot
+// at random) against the slot table: each rank's symbol, frequency and start.
+template <class K>
+void compare_ranks(std::mt19937& rng, const codec_detail::rans::decode_table& t,
+                   const host::detail::avx512::rans_simd::rank_table& rt, K k) {
+  namespace rans = codec_detail::rans;
+  for (std::uint32_t s0 = 0; s0 < rans::prob_total; s0 += 32) {
+    alignas(64) std::uint16_t lo[32], r[32];
+    for (unsigned l = 0; l < 32; ++l) lo[l] = static_cast<std::uint16_t>((s0 + l) | (rng() % 16) << 12);
+    k.XL = _mm512_loadu_si512(lo);
+    _mm512_storeu_si512(r, k.rank());
+    for (unsigned l = 0; l < 32; ++l) {
+      const std::uint32_t s = s0 + l, e = t.slot[s];
+      INFO("slot " << s);
+      REQUIRE(r[l] < rt.ranks);
+      REQUIRE(rt.sym[r[l]] == rans::decode_table::symbol(e));
+      REQUIRE(rt.freq[r[l]] == rans::decode_table::freq(e));
+      REQUIRE(s - rt.cum[r[l]] == rans::decode_table::offset(e));
+    }
+  }
+}
+
+}  // namespace
+
+// The rank decoder (avx512::rans_simd::rank_table, decode_rank_kernel) against the slot table: on
+// random tables of 1 to 140 symbols, with rare symbols at the ends (crowded buckets, with two or
+// more symbol boundaries inside, which take the fine tables) and boundaries on bucket edges, a
+// table is held exactly when it has at most 128 symbols and 16 crowded buckets; each kernel that
+// fits it (32 symbols and 4 crowded buckets, 64 and 4, 128 and 12) gives every slot its rank's
+// symbol, frequency and start, and decodes a full group as the reference's steps do.
+TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") {
+  namespace simd = host::detail::avx512::rans_simd;
+  namespace rans = codec_detail::rans;
+  std::mt19937 rng(21);
+  alignas(64) static rans::decode_table t;
+  unsigned fitted[3] = {}, refused = 0;
+  for (int trial = 0; trial < 1200; ++trial) {
+    const unsigned n = 1 + static_cast<unsigned>(rng() % (trial % 2 ? 34 : 140));
+    const unsigned rare = static_cast<unsigned>(rng() % (trial % 4 < 2 ? 12 : 40));
+    std::vector<std::uint32_t> cum;
+    random_table(rng, n, rare, trial % 3 == 0, &t, &cum);
+    unsigned crowded = 0;
+    for (unsigned b = 0; b < 128; ++b) {
+      unsigned inside = 0;
+      for (unsigned i = 1; i < n; ++i) inside += cum[i] > 32 * b && cum[i] < 32 * b + 32;
+      crowded += inside >= 2;
+    }
+    const simd::rank_table rt(t);
+    INFO("trial " << trial << ": " << n << " symbols, " << crowded << " crowded buckets");
+    REQUIRE(rt.held == (n <= 128 && crowded <= 16));
+    if (!rt.held) {
+      ++refused;
+      continue;
+    }
+    REQUIRE(rt.ranks == n);
+    REQUIRE(rt.crowded == crowded);
+    const auto check = [&](auto kernel) {
+      compare_ranks(rng, t, rt, kernel);
+      using K = decltype(kernel);
+      compare_rank_group<bf16>(rng, t, simd::decode_rank_kernel<bf16, K::ranks, K::pairs>(rt));
+      compare_rank_group<fp16>(rng, t, simd::decode_rank_kernel<fp16, K::ranks, K::pairs>(rt));
+      compare_rank_group<fp32>(rng, t, simd::decode_rank_kernel<fp32, K::ranks, K::pairs>(rt));
+    };
+    if (rt.fits(32, 1)) check(simd::decode_rank_kernel<bf16, 32, 1>(rt)), ++fitted[0];
+    if (rt.fits(64, 1)) check(simd::decode_rank_kernel<bf16, 64, 1>(rt)), ++fitted[1];
+    if (rt.fits(128, 3)) check(simd::decode_rank_kernel<bf16, 128, 3>(rt)), ++fitted[2];
+  }
+  CHECK(fitted[0] > 200);
+  CHECK(fitted[1] > fitted[0] + 50);
+  CHECK(fitted[2] > fitted[1] + 100);
+  CHECK(refused > 50);
+}
+#endif
+
 // rANS chunks on the edge of being stored: a body whose elements are incompressible random bits
 // where a uniform draw u_i < p and compressible values elsewhere, with p bisected until the
 // reference's chunk turns from rANS to stored. The last rANS chunk's stream ends within a few

@@ -156,6 +156,37 @@ inline __m512i sub_epi32(__m512i a, __m512i b) { return zip<u32>(a, b, [](u32 x,
 inline __m512i sub_epi8(__m512i a, __m512i b) { return zip<u8>(a, b, [](u8 x, u8 y) { return x - y; }); }
 inline __m512i and_si512(__m512i a, __m512i b) { return zip<u64>(a, b, [](u64 x, u64 y) { return x & y; }); }
 inline __m512i or_si512(__m512i a, __m512i b) { return zip<u64>(a, b, [](u64 x, u64 y) { return x | y; }); }
+inline __m512i add_epi16(__m512i a, __m512i b) { return zip<u16>(a, b, [](u16 x, u16 y) { return x + y; }); }
+inline __m512i sub_epi16(__m512i a, __m512i b) { return zip<u16>(a, b, [](u16 x, u16 y) { return x - y; }); }
+inline __m512i mullo_epi16(__m512i a, __m512i b) { return zip<u16>(a, b, [](u16 x, u16 y) { return u32(x) * y; }); }
+inline __m512i mulhi_epu16(__m512i a, __m512i b) { return zip<u16>(a, b, [](u16 x, u16 y) { return (u32(x) * y) >> 16; }); }
+inline __m512i mask_add_epi16(__m512i src, __mmask32 k, __m512i a, __m512i b) { return select<u16>(k, src, add_epi16(a, b)); }
+inline __m512i mask_blend_epi16(__mmask32 k, __m512i a, __m512i b) { return select<u16>(k, a, b); }
+// (a's lanes shifted left by c, filled from the top of b's)
+inline __m512i shldi_epi16(__m512i a, __m512i b, unsigned c) {
+  return zip<u16>(a, b, [c](u16 x, u16 y) { return ((u32(x) << 16 | y) << (c & 15u)) >> 16; });
+}
+inline __mmask32 cmpge_epu16_mask(__m512i a, __m512i b) {
+  return static_cast<__mmask32>(compare<u16>(a, b, [](u16 x, u16 y) { return x >= y; }));
+}
+inline __mmask32 cmplt_epu16_mask(__m512i a, __m512i b) {
+  return static_cast<__mmask32>(compare<u16>(a, b, [](u16 x, u16 y) { return x < y; }));
+}
+inline __mmask32 test_epi16_mask(__m512i a, __m512i b) {
+  return static_cast<__mmask32>(compare<u16>(a, b, [](u16 x, u16 y) { return (x & y) != 0; }));
+}
+inline __mmask32 testn_epi16_mask(__m512i a, __m512i b) {
+  return static_cast<__mmask32>(compare<u16>(a, b, [](u16 x, u16 y) { return (x & y) == 0; }));
+}
+// _mm512_set_epi8/16/32: the arguments from the highest lane down
+template <class T, class... A>
+inline __m512i set_lanes(A... a) {
+  static_assert(sizeof...(A) * sizeof(T) == 64, "set: one argument per lane");
+  const T high_first[] = {static_cast<T>(a)...};
+  lanes<T> r;
+  for (unsigned i = 0; i < r.n; ++i) r[i] = high_first[r.n - 1 - i];
+  return to<__m512i>(r);
+}
 inline __m512i mullo_epi32(__m512i a, __m512i b) { return zip<u32>(a, b, [](u32 x, u32 y) { return x * y; }); }
 inline __m512i mul_epu32(__m512i a, __m512i b) {
   return zip<u64>(a, b, [](u64 x, u64 y) { return (x & 0xFFFFFFFFu) * (y & 0xFFFFFFFFu); });
@@ -271,6 +302,21 @@ inline __m512i permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {
   const auto i = of<u32>(idx), x = of<u32>(a), y = of<u32>(b);
   lanes<u32> r;
   for (unsigned j = 0; j < 16; ++j) r[j] = (i[j] & 16u) ? y[i[j] & 15u] : x[i[j] & 15u];
+  return to<__m512i>(r);
+}
+inline __m512i maskz_permutex2var_epi8(__mmask64 k, __m512i a, __m512i idx, __m512i b) {
+  return select<u8>(~k, permutex2var_epi8(a, idx, b), set1<u8>(0));
+}
+inline __m512i permutexvar_epi16(__m512i idx, __m512i a) {
+  const auto i = of<u16>(idx), x = of<u16>(a);
+  lanes<u16> r;
+  for (unsigned j = 0; j < 32; ++j) r[j] = x[i[j] & 31u];
+  return to<__m512i>(r);
+}
+inline __m512i permutex2var_epi16(__m512i a, __m512i idx, __m512i b) {
+  const auto i = of<u16>(idx), x = of<u16>(a), y = of<u16>(b);
+  lanes<u16> r;
+  for (unsigned j = 0; j < 32; ++j) r[j] = (i[j] & 32u) ? y[i[j] & 31u] : x[i[j] & 31u];
   return to<__m512i>(r);
 }
 template <class T>
@@ -513,3 +559,39 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_extracti64x4_epi64 zipccl_emu::extracti64x4_epi64
 #undef _mm512_inserti64x4
 #define _mm512_inserti64x4 zipccl_emu::inserti64x4
+#undef _mm512_add_epi16
+#define _mm512_add_epi16 zipccl_emu::add_epi16
+#undef _mm512_sub_epi16
+#define _mm512_sub_epi16 zipccl_emu::sub_epi16
+#undef _mm512_mullo_epi16
+#define _mm512_mullo_epi16 zipccl_emu::mullo_epi16
+#undef _mm512_mulhi_epu16
+#define _mm512_mulhi_epu16 zipccl_emu::mulhi_epu16
+#undef _mm512_mask_add_epi16
+#define _mm512_mask_add_epi16 zipccl_emu::mask_add_epi16
+#undef _mm512_mask_blend_epi16
+#define _mm512_mask_blend_epi16 zipccl_emu::mask_blend_epi16
+#undef _mm512_shldi_epi16
+#define _mm512_shldi_epi16 zipccl_emu::shldi_epi16
+#undef _mm512_cmpge_epu16_mask
+#define _mm512_cmpge_epu16_mask zipccl_emu::cmpge_epu16_mask
+#undef _mm512_cmplt_epu16_mask
+#define _mm512_cmplt_epu16_mask zipccl_emu::cmplt_epu16_mask
+#undef _mm512_test_epi16_mask
+#define _mm512_test_epi16_mask zipccl_emu::test_epi16_mask
+#undef _mm512_testn_epi16_mask
+#define _mm512_testn_epi16_mask zipccl_emu::testn_epi16_mask
+#undef _mm512_maskz_permutex2var_epi8
+#define _mm512_maskz_permutex2var_epi8 zipccl_emu::maskz_permutex2var_epi8
+#undef _mm512_permutexvar_epi16
+#define _mm512_permutexvar_epi16 zipccl_emu::permutexvar_epi16
+#undef _mm512_permutex2var_epi16
+#define _mm512_permutex2var_epi16 zipccl_emu::permutex2var_epi16
+#undef _mm512_cvtepu8_epi16
+#define _mm512_cvtepu8_epi16(a) zipccl_emu::widen<std::uint8_t, std::uint16_t, __m256i>(a)
+#undef _mm512_set_epi8
+#define _mm512_set_epi8(...) zipccl_emu::set_lanes<std::uint8_t>(__VA_ARGS__)
+#undef _mm512_set_epi16
+#define _mm512_set_epi16(...) zipccl_emu::set_lanes<std::uint16_t>(__VA_ARGS__)
+#undef _mm512_set_epi32
+#define _mm512_set_epi32(...) zipccl_emu::set_lanes<std::uint32_t>(__VA_ARGS__)

@@ -415,6 +415,16 @@ struct decode_kernel {
   const mask_tables& mt;
   __m256i X[4];
   explicit decode_kernel(const rans::decode_table& table) : t(table), mt(tables()), X() {}
+  // Runs f with the kernel of table t (and of two tables: run_pair), as decode_body_with and
+  // decode_pair_with call it.
+  template <class F>
+  ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, F&& f) {
+    return f(decode_kernel(t));
+  }
+  template <class F>
+  ZIPCCL_ALWAYS_INLINE static auto run_pair(const rans::decode_table& ta, const rans::decode_table& tb, F&& f) {
+    return f(decode_kernel(ta), decode_kernel(tb));
+  }
   void load(const std::uint32_t* x) { load_states(x, X); }
   void store(std::uint32_t* x) const { store_states(X, x); }
   // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
@@ -723,12 +733,19 @@ std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool ch
   return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape);
 }
 
+// The end of a run of kernel turns that starts at group g (a kernel turn) with `left` stream words
+// unread, but for zero groups: full groups, each with at least 32 words left whatever the groups
+// before it take (at most 32 each).
+ZIPCCL_ALWAYS_INLINE inline std::uint64_t kernel_run_end(std::uint64_t m, std::uint64_t g, std::uint64_t left) {
+  return std::min<std::uint64_t>(m / format::group_elems, g + left / rans::lanes);
+}
+
 // Who decodes group g of a dense rANS body of m elements with `left` stream words still unread:
 // nobody (a zero group's elements are zeros), the reference's steps (a short group, or one with
 // fewer than 32 words left: at most one word per lane, and the reference checks every word), or
 // the vector kernel.
 enum class group_turn { none, zeros, reference, kernel };
-inline group_turn turn_of(const codec_detail::body_shape& body, std::uint64_t m, std::uint64_t g, std::uint64_t left) {
+ZIPCCL_ALWAYS_INLINE inline group_turn turn_of(const codec_detail::body_shape& body, std::uint64_t m, std::uint64_t g, std::uint64_t left) {
   if (codec_detail::in_zero_group(body, g)) return group_turn::zeros;
   return format::group_lanes(m, g) < rans::lanes || left < rans::lanes ? group_turn::reference : group_turn::kernel;
 }
@@ -748,35 +765,46 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   alignas(64) rans::decode_table t;
   alignas(64) std::uint32_t x[rans::lanes];
   if (!sec.start(&t, x)) return status::corrupt;
-  Kernel kernel(t);
-  kernel.load(x);
-  std::uint64_t next = 0, j = 0;
-  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    const group_turn turn = turn_of(body, m, g, n_words - next);
-    if (turn == group_turn::zeros) {
-      std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
-      continue;
+  // (Kernel::run picks the kernel for the table and runs the loop with it, by value and inlined,
+  // as encode_chunk_with's)
+  return Kernel::run(t, [&](auto kernel) ZIPCCL_ALWAYS_INLINE {
+    kernel.load(x);
+    std::uint64_t next = 0, j = 0;
+    for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+      const std::uint64_t first = g * format::group_elems;
+      const unsigned lanes = format::group_lanes(m, g);
+      const group_turn turn = turn_of(body, m, g, n_words - next);
+      if (turn == group_turn::zeros) {
+        std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
+        continue;
+      }
+      std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
+      if (turn == group_turn::reference) {
+        kernel.store(x);
+        if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + j * W, bytes + j, stream, n_words, &n,
+                                                out + first * L::elem_size))
+          return status::corrupt;
+        kernel.load(x);
+        j += lanes;
+      } else {
+        // the run of kernel groups from g on, in a loop without a call, so that the kernel's
+        // tables and constants stay in registers
+        const std::uint64_t end = kernel_run_end(m, g, n_words - next);
+        for (;;) {
+          kernel.group(bytes + j, words + j * W, stream, &n, out + g * format::group_elems * L::elem_size);
+          j += rans::lanes;
+          if (g + 1 == end || codec_detail::in_zero_group(body, g + 1)) break;
+          ++g;
+        }
+      }
+      next = n;
     }
-    std::uint64_t n = next;  // (next itself never has its address taken: it stays in a register)
-    if (turn == group_turn::reference) {
-      kernel.store(x);
-      if (!codec_detail::decode_rans_group<E>(t, lanes, x, words + j * W, bytes + j, stream, n_words, &n,
-                                              out + first * L::elem_size))
-        return status::corrupt;
-      kernel.load(x);
-    } else {
-      kernel.group(bytes + j, words + j * W, stream, &n, out + first * L::elem_size);
-    }
-    next = n;
-    j += lanes;
-  }
-  if (next != n_words) return status::corrupt;
-  kernel.store(x);
-  for (unsigned l = 0; l < rans::lanes; ++l)
-    if (x[l] != rans::state_low) return status::corrupt;
-  return status::success;
+    if (next != n_words) return status::corrupt;
+    kernel.store(x);
+    for (unsigned l = 0; l < rans::lanes; ++l)
+      if (x[l] != rans::state_low) return status::corrupt;
+    return status::success;
+  });
 }
 
 // Group g of a dense rANS body by the reference's steps, its stream and rest cursors *n and *j
@@ -809,9 +837,10 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
   const codec_detail::rans_sections<E> sa(chunk[0], h[0], body[0]), sb(chunk[1], h[1], body[1]);
   alignas(64) rans::decode_table ta, tb;
   alignas(64) std::uint32_t xa[rans::lanes], xb[rans::lanes];
-  bool ok = sa.start(&ta, xa) && sb.start(&tb, xb);
-  Kernel ka(ta), kb(tb);
-  if (ok) ka.load(xa), kb.load(xb);
+  if (!sa.start(&ta, xa) || !sb.start(&tb, xb)) return false;
+  return Kernel::run_pair(ta, tb, [&](auto ka, auto kb) ZIPCCL_ALWAYS_INLINE {
+  bool ok = true;
+  ka.load(xa), kb.load(xb);
   // (the cursors are locals whose address is never taken, only their copies': they stay in
   // registers, where a store of decoded values could otherwise alias them)
   std::uint64_t na = 0, nb = 0, ja = 0, jb = 0;
@@ -821,6 +850,23 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
     const std::uint64_t at = g * format::group_elems * L::elem_size;
     const group_turn a = g < ga ? turn_of(body[0], m[0], g, sa.n_words - na) : group_turn::none;
     const group_turn b = g < gb ? turn_of(body[1], m[1], g, sb.n_words - nb) : group_turn::none;
+    if (a == group_turn::kernel && b == group_turn::kernel) {
+      // the run of groups that both decode by their kernels, in a loop without a call (the kernels'
+      // tables and constants stay in registers)
+      const std::uint64_t end = std::min(kernel_run_end(m[0], g, sa.n_words - na), kernel_run_end(m[1], g, sb.n_words - nb));
+      std::uint64_t n0 = na, n1 = nb;
+      for (;;) {
+        const std::uint64_t o = g * format::group_elems * L::elem_size;
+        ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n0, out[0] + o);
+        kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n1, out[1] + o);
+        ja += rans::lanes, jb += rans::lanes;
+        if (g + 1 == end || codec_detail::in_zero_group(body[0], g + 1) || codec_detail::in_zero_group(body[1], g + 1))
+          break;
+        ++g;
+      }
+      na = n0, nb = n1;
+      continue;
+    }
     if (a == group_turn::kernel) {
       std::uint64_t n = na;
       ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n, out[0] + at);
@@ -855,6 +901,7 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
     for (unsigned l = 0; ok && l < rans::lanes; ++l) ok = xa[l] == rans::state_low && xb[l] == rans::state_low;
   }
   return ok;
+  });
 }
 
 template <class E>

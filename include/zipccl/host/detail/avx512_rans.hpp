@@ -609,12 +609,224 @@ struct encode_zeros_kernel : encode_kernel<E> {
   }
 };
 
+// A decoding table as ranks, for decode_rank_kernel: the symbols of a table in slot order (rank
+// r is the r-th symbol present, whose slots are [cum[r], cum[r] + freq[r])), and the way from a
+// slot to its rank without a gather. The 4096 slots fall in 128 buckets of 32. For each bucket,
+// `coarse` holds the rank of its first slot and `bound` the offset of the one symbol boundary
+// inside it (32 where there is none): a slot's rank is coarse, plus one from bound on. A bucket
+// with two or more boundaries inside (a crowded bucket: rare symbols at the ends of a table, or
+// of each sign's half of an fp16 table) has coarse = 0x80 | i, and its slots' exact ranks in
+// `fine`, bytes 32i..32i+31. Tables of up to 128 symbols and 16 crowded buckets are held (`kind`
+// says which decode_rank_kernel takes one); the gather kernel takes the others.
+struct rank_table {
+  static constexpr unsigned max_ranks = 128, buckets = 128, bucket_slots = rans::prob_total / buckets, max_crowded = 16;
+  alignas(64) std::uint8_t coarse[buckets], bound[buckets], fine[max_crowded * bucket_slots], sym[max_ranks];
+  alignas(64) std::uint16_t freq[max_ranks], cum[max_ranks];
+  unsigned ranks = 0, crowded = 0;
+  bool held = false;
+  explicit rank_table(const rans::decode_table& t) {
+    using T = rans::decode_table;
+    std::uint32_t start[max_ranks + 1];  // (cum, and prob_total after the last rank)
+    unsigned n = 0;
+    for (std::uint32_t s = 0; s < rans::prob_total; ++n) {
+      if (n == max_ranks) return;
+      const std::uint32_t e = t.slot[s];
+      start[n] = s;
+      sym[n] = static_cast<std::uint8_t>(T::symbol(e));
+      freq[n] = static_cast<std::uint16_t>(T::freq(e));
+      cum[n] = static_cast<std::uint16_t>(s);
+      s += T::freq(e);
+    }
+    start[n] = rans::prob_total;
+    for (unsigned r = n; r < max_ranks; ++r) freq[r] = cum[r] = 0, sym[r] = 0;
+    unsigned fines = 0;
+    for (unsigned b = 0, r = 0; b < buckets; ++b) {
+      const std::uint32_t lo = b * bucket_slots, hi = lo + bucket_slots;
+      while (start[r + 1] <= lo) ++r;  // (r: the rank of slot lo; start[n] is past every slot)
+      const bool one = r + 1 < n && start[r + 1] < hi;
+      if (!one || r + 2 == n || start[r + 2] >= hi) {  // at most one boundary inside
+        coarse[b] = static_cast<std::uint8_t>(r);
+        bound[b] = static_cast<std::uint8_t>(one ? start[r + 1] - lo : bucket_slots);
+        continue;
+      }
+      if (fines == max_crowded) return;
+      coarse[b] = static_cast<std::uint8_t>(0x80u | fines);
+      bound[b] = static_cast<std::uint8_t>(bucket_slots);
+      for (unsigned j = 0, q = r; j < bucket_slots; ++j) {
+        while (start[q + 1] <= lo + j) ++q;
+        fine[fines * bucket_slots + j] = static_cast<std::uint8_t>(q);
+      }
+      ++fines;
+    }
+    for (unsigned i = fines * bucket_slots; i < max_crowded * bucket_slots; ++i) fine[i] = 0;
+    ranks = n, crowded = fines, held = true;
+  }
+  // Whether decode_rank_kernel<E, Ranks, Pairs> takes this table: at most Ranks symbols and
+  // 4 Pairs crowded buckets.
+  bool fits(unsigned max_ranks_, unsigned pairs) const { return held && ranks <= max_ranks_ && crowded <= 4 * pairs; }
+};
+
+// The decoder's kernel of a full group for tables that a rank_table holds with at most Ranks
+// symbols (32, 64 or 128) and 4 Pairs crowded buckets, without a gather: the group's 32 states
+// are two registers of 32 16-bit lanes in lane order, their low halves (XL) and high halves (XH),
+// so that every step works on all 32 lanes at once. A step: the slots' ranks (two vpermi2b, a
+// compare, and one vpermi2b a pair of fine tables with a blend), the ranks' frequencies and starts
+// (vpermw: one for 32 symbols, a vpermi2w for 64, two and a blend for 128),
+// x = freq * (x >> 12) + offset as 16-bit products with a carry, the lanes whose high half is
+// zero take the stream's next words in lane order (one vpexpandw); the values from the ranks'
+// symbols and the rests by byte permutes and a vpternlogd.
+template <class E, unsigned Ranks = 32, unsigned Pairs = 1>
+struct decode_rank_kernel {
+  static_assert(Ranks == 32 || Ranks == 64 || Ranks == 128, "decode_rank_kernel: 32, 64 or 128 symbols");
+  static_assert(Pairs >= 1 && Pairs <= rank_table::max_crowded / 4, "decode_rank_kernel: 1 to 4 pairs of fine tables");
+  static constexpr unsigned ranks = Ranks, pairs = Pairs;
+  static constexpr unsigned word_regs = Ranks / 32;  // (a table of 16-bit words a rank)
+  static constexpr unsigned sym_shift = std::is_same_v<E, fp16> ? 8 : 7;  // (where a value's 16 bits hold the symbol)
+  __m512i coarse[2], bound[2], fine[2 * Pairs], freq[word_regs], cum[word_regs], sym[word_regs];
+  __m512i XL, XH;
+  explicit decode_rank_kernel(const rank_table& rt) : XL(), XH() {
+    alignas(64) std::uint8_t c[rank_table::buckets];
+    alignas(64) std::uint16_t sw[Ranks];
+    // (one pair of fine tables: a crowded bucket's coarse byte holds its fine table's offset,
+    // 0x80 | i << 5, which makes its slots' index with an OR)
+    for (unsigned b = 0; b < rank_table::buckets; ++b)
+      c[b] = Pairs == 1 && (rt.coarse[b] & 0x80u) ? static_cast<std::uint8_t>(0x80u | (rt.coarse[b] & 0x7Fu) << 5) : rt.coarse[b];
+    for (unsigned r = 0; r < Ranks; ++r) sw[r] = static_cast<std::uint16_t>(rt.sym[r] << sym_shift);
+    for (int k = 0; k < 2; ++k) {
+      coarse[k] = _mm512_load_si512(c + 64 * k);
+      bound[k] = _mm512_load_si512(rt.bound + 64 * k);
+    }
+    for (unsigned k = 0; k < 2 * Pairs; ++k) fine[k] = _mm512_load_si512(rt.fine + 64 * k);
+    for (unsigned k = 0; k < word_regs; ++k) {
+      freq[k] = _mm512_load_si512(rt.freq + 32 * k);
+      cum[k] = _mm512_load_si512(rt.cum + 32 * k);
+      sym[k] = _mm512_load_si512(sw + 32 * k);
+    }
+  }
+  void load(const std::uint32_t* x) {
+    const __m512i a = _mm512_loadu_si512(x), b = _mm512_loadu_si512(x + 16);
+    const __m512i even = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24,
+                                          22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    XL = _mm512_permutex2var_epi16(a, even, b);
+    XH = _mm512_permutex2var_epi16(a, _mm512_add_epi16(even, _mm512_set1_epi16(1)), b);
+  }
+  void store(std::uint32_t* x) const {
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5,
+                                        36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    _mm512_storeu_si512(x, _mm512_permutex2var_epi16(XL, lo, XH));
+    _mm512_storeu_si512(x + 16, _mm512_permutex2var_epi16(XL, _mm512_add_epi16(lo, _mm512_set1_epi16(16)), XH));
+  }
+  // The 16-bit words of table t (word_regs registers) at the 32 ranks r.
+  ZIPCCL_ALWAYS_INLINE static __m512i lookup(const __m512i (&t)[word_regs], __m512i r) {
+    if constexpr (Ranks == 32) {
+      return _mm512_permutexvar_epi16(r, t[0]);
+    } else if constexpr (Ranks == 64) {
+      return _mm512_permutex2var_epi16(t[0], r, t[1]);
+    } else {
+      return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(r, _mm512_set1_epi16(64)), _mm512_permutex2var_epi16(t[0], r, t[1]),
+                                     _mm512_permutex2var_epi16(t[2], r, t[3]));
+    }
+  }
+  // The ranks of the 32 slots (the low twelve bits of XL).
+  ZIPCCL_ALWAYS_INLINE __m512i rank() const {
+    const __mmask64 low_bytes = 0x5555555555555555ull;
+    // (vpermi2b reads an index byte's low seven bits: XL >> 5's low byte is the slot's bucket,
+    // and the high bytes' results are zeroed)
+    const __m512i b = _mm512_srli_epi16(XL, 5), in = _mm512_and_si512(XL, _mm512_set1_epi16(31));
+    const __m512i c = _mm512_maskz_permutex2var_epi8(low_bytes, coarse[0], b, coarse[1]);
+    const __m512i bd = _mm512_maskz_permutex2var_epi8(low_bytes, bound[0], b, bound[1]);
+    const __m512i r = _mm512_mask_add_epi16(c, _mm512_cmpge_epu16_mask(in, bd), c, _mm512_set1_epi16(1));
+    // a crowded bucket's slots: fine table i's byte `in`; the index's bits 7.. pick the pair
+    // (vpermi2b ignores them; c's bit 7, the crowded mark, lands above them)
+    const __m512i i = Pairs == 1 ? _mm512_or_si512(c, in) : _mm512_or_si512(_mm512_slli_epi16(c, 5), in);
+    __m512i f = _mm512_maskz_permutex2var_epi8(low_bytes, fine[0], i, fine[1]);
+    for (unsigned p = 1; p < Pairs; ++p)
+      f = _mm512_mask_blend_epi16(_mm512_cmpge_epu16_mask(_mm512_and_si512(i, _mm512_set1_epi16(0x180)), _mm512_set1_epi16(static_cast<short>(p << 7))),
+                                  f, _mm512_maskz_permutex2var_epi8(low_bytes, fine[2 * p], i, fine[2 * p + 1]));
+    return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(c, _mm512_set1_epi16(0x80)), r, f);
+  }
+  // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
+  // words from stream[*next] on (at least 32 are left).
+  // (forced inline: with a loop instantiated for each kernel, GCC stops inlining it, and the
+  // tables go through memory at every call)
+  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream,
+                                  std::uint64_t* next, std::uint8_t* out) {
+    const __m512i one = _mm512_set1_epi16(1);
+    const __m512i r = rank();
+    const __m512i f = lookup(freq, r);
+    const __m512i d = _mm512_and_si512(_mm512_sub_epi16(XL, lookup(cum, r)),
+                                       _mm512_set1_epi16(static_cast<short>(rans::prob_total - 1u)));
+    // x = f * q + d for q = x >> 12 (< 2^20): its low half, and its high half f * (q >> 16) +
+    // the high half of f * (q & 0xFFFF) + the carry out of the low half
+    const __m512i ql = _mm512_shldi_epi16(XH, XL, 4), qh = _mm512_srli_epi16(XH, 12);
+    const __m512i lo = _mm512_add_epi16(_mm512_mullo_epi16(f, ql), d);
+    __m512i hi = _mm512_add_epi16(_mm512_mulhi_epu16(f, ql), _mm512_mullo_epi16(f, qh));
+    hi = _mm512_mask_add_epi16(hi, _mm512_cmplt_epu16_mask(lo, d), hi, one);
+    // below 2^16: x << 16 | the next word, in lane order
+    const __mmask32 low = _mm512_testn_epi16_mask(hi, hi);
+    const __m512i w = _mm512_maskz_expand_epi16(low, _mm512_loadu_si512(stream + 2 * *next));
+    *next += static_cast<unsigned>(_mm_popcnt_u32(low));
+    XL = _mm512_mask_blend_epi16(low, lo, w);
+    XH = _mm512_mask_blend_epi16(low, hi, lo);
+    // the values, in lane order
+    const __m512i s = lookup(sym, r);
+    const __m512i rb = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
+    if constexpr (std::is_same_v<E, fp32>) {
+      // value i: bytes 0..1 its rest word, 2..3 its rest byte (sign at bit 31, mantissa at
+      // 16..22), the symbol's bits 23..30 from s's word i (in the high half)
+      const __m512i rw = _mm512_loadu_si512(words);
+      for (int k = 0; k < 2; ++k) {
+        // (byte indices 32k + 2i, 32k + 2i + 1 into rw, 64 + 16k + i twice into rb)
+        const __m512i bi = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(0x40400100u + 0x10102020u * k)),
+                                            _mm512_set_epi32(0x0F0F1E1E, 0x0E0E1C1C, 0x0D0D1A1A, 0x0C0C1818, 0x0B0B1616,
+                                                             0x0A0A1414, 0x09091212, 0x08081010, 0x07070E0E, 0x06060C0C,
+                                                             0x05050A0A, 0x04040808, 0x03030606, 0x02020404, 0x01010202, 0));
+        const __m512i wi = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(0x00100000u * k)),
+                                            _mm512_set_epi32(0x000F0000, 0x000E0000, 0x000D0000, 0x000C0000, 0x000B0000,
+                                                             0x000A0000, 0x00090000, 0x00080000, 0x00070000, 0x00060000,
+                                                             0x00050000, 0x00040000, 0x00030000, 0x00020000, 0x00010000, 0));
+        _mm512_storeu_si512(out + 64 * k, _mm512_ternarylogic_epi32(_mm512_set1_epi32(static_cast<int>(0x807FFFFFu)),
+                                                                   _mm512_permutex2var_epi8(rw, bi, rb),
+                                                                   _mm512_permutexvar_epi16(wi, s), 0xCA));
+      }
+    } else if constexpr (std::is_same_v<E, bf16>) {  // sign << 15 | symbol << 7 | mantissa
+      (void)words;
+      const __m512i twice = _mm512_set_epi8(31, 31, 30, 30, 29, 29, 28, 28, 27, 27, 26, 26, 25, 25, 24, 24, 23, 23, 22, 22, 21,
+                                            21, 20, 20, 19, 19, 18, 18, 17, 17, 16, 16, 15, 15, 14, 14, 13, 13, 12, 12, 11, 11,
+                                            10, 10, 9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+      _mm512_storeu_si512(out, _mm512_ternarylogic_epi32(_mm512_set1_epi16(static_cast<short>(0x807F)),
+                                                         _mm512_permutexvar_epi8(twice, rb), s, 0xCA));
+    } else {  // symbol << 8 | rest byte
+      (void)words;
+      _mm512_storeu_si512(out, _mm512_or_si512(s, _mm512_cvtepu8_epi16(_mm512_castsi512_si256(rb))));
+    }
+  }
+};
+
 // The decoder's kernel of a full group for avx2::rans_simd::decode_body_with: lanes 0..15 first.
 template <class E>
 struct decode_kernel {
   const rans::decode_table& t;
   __m512i X[2];
   explicit decode_kernel(const rans::decode_table& table) : t(table), X() {}
+  // Runs f with the kernel for table t: decode_rank_kernel where a rank_table holds it, else
+  // this one (and for two tables, run_pair: rank kernels where both are held).
+  template <class F>
+  ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, F&& f) {
+    const rank_table rt(t);
+    if (rt.fits(32, 1)) return f(decode_rank_kernel<E, 32, 1>(rt));
+    if (rt.fits(64, 1)) return f(decode_rank_kernel<E, 64, 1>(rt));
+    if (rt.fits(128, 3)) return f(decode_rank_kernel<E, 128, 3>(rt));
+    return f(decode_kernel(t));
+  }
+  template <class F>
+  ZIPCCL_ALWAYS_INLINE static auto run_pair(const rans::decode_table& ta, const rans::decode_table& tb, F&& f) {
+    const rank_table ra(ta), rb(tb);
+    if (ra.fits(32, 1) && rb.fits(32, 1)) return f(decode_rank_kernel<E, 32, 1>(ra), decode_rank_kernel<E, 32, 1>(rb));
+    if (ra.fits(64, 1) && rb.fits(64, 1)) return f(decode_rank_kernel<E, 64, 1>(ra), decode_rank_kernel<E, 64, 1>(rb));
+    if (ra.fits(128, 3) && rb.fits(128, 3)) return f(decode_rank_kernel<E, 128, 3>(ra), decode_rank_kernel<E, 128, 3>(rb));
+    return f(decode_kernel(ta), decode_kernel(tb));
+  }
   void load(const std::uint32_t* x) {
     for (int k = 0; k < 2; ++k) X[k] = _mm512_loadu_si512(x + 16 * k);
   }
