@@ -871,6 +871,47 @@ void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_tabl
   }
 }
 
+// The same for a body with zero symbols z (decode_rank_zeros_kernel): lanes that decode z.pos or
+// z.neg are +0.0 or -0.0 and take no rest, the others take the next rests in lane order.
+template <class E, unsigned Ranks, unsigned Pairs>
+void compare_rank_zeros_group(std::mt19937& rng, const codec_detail::rans::decode_table& t,
+                              const host::detail::avx512::rans_simd::rank_table& rt, const codec_detail::rans::zero_symbols& z) {
+  namespace rans = codec_detail::rans;
+  using S = rans::split<E>;
+  using bits = typename E::bits_type;
+  alignas(64) std::uint32_t x[32], y[32];
+  for (auto& v : x) v = rans::state_low + static_cast<std::uint32_t>(rng() % (0xFFFFFFFFu - rans::state_low));
+  std::uint8_t bytes[40], words[80], stream[64];
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+  for (auto& b : words) b = static_cast<std::uint8_t>(rng());
+  for (auto& b : stream) b = static_cast<std::uint8_t>(rng());
+  bits want[32], got[32];
+  std::uint64_t n = 0, j = 3;  // (the rests from index 3 on)
+  std::memcpy(y, x, sizeof x);
+  for (unsigned l = 0; l < 32; ++l) {
+    const std::uint32_t sym = rans::decode_step(t, &y[l]);
+    if (y[l] < rans::state_low) y[l] = y[l] << 16 | (stream[2 * n] | std::uint32_t(stream[2 * n + 1]) << 8), ++n;
+    if (sym == z.pos || sym == z.neg) {
+      want[l] = sym == z.pos ? bits{0} : S::negative_zero;
+    } else {
+      want[l] = S::join(sym, bytes[j], words[2 * j] | std::uint32_t(words[2 * j + 1]) << 8);
+      ++j;
+    }
+  }
+  host::detail::avx512::rans_simd::decode_rank_zeros_kernel<E, Ranks, Pairs> k(rt, z);
+  k.load(x);
+  std::uint64_t next = 0, rest = 3;
+  k.group(bytes, words, &rest, stream, &next, reinterpret_cast<std::uint8_t*>(got));
+  k.store(x);
+  REQUIRE(next == n);
+  REQUIRE(rest == j);
+  for (unsigned l = 0; l < 32; ++l) {
+    INFO("lane " << l);
+    REQUIRE(got[l] == want[l]);
+    REQUIRE(x[l] == y[l]);
+  }
+}
+
 // Kernel K's ranks of every slot of table t (32 slots at a time, the states' bits above the slot
 // at random) against the slot table: each rank's symbol, frequency and start.
 template <class K>
@@ -900,7 +941,8 @@ void compare_ranks(std::mt19937& rng, const codec_detail::rans::decode_table& t,
 // more symbol boundaries inside, which take the fine tables) and boundaries on bucket edges, a
 // table is held exactly when it has at most 128 symbols and 16 crowded buckets; each kernel that
 // fits it (32 symbols and 4 crowded buckets, 64 and 4, 128 and 12) gives every slot its rank's
-// symbol, frequency and start, and decodes a full group as the reference's steps do.
+// symbol, frequency and start, and decodes a full group as the reference's steps do, in a dense
+// body and in one with zero symbols.
 TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") {
   namespace simd = host::detail::avx512::rans_simd;
   namespace rans = codec_detail::rans;
@@ -927,12 +969,23 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
     }
     REQUIRE(rt.ranks == n);
     REQUIRE(rt.crowded == crowded);
+    // zero symbols: two of the table's symbols, or one of them and a value it lacks (a body
+    // without zeros of one sign), z.pos < z.neg as the header requires
+    rans::zero_symbols z;
+    z.on = true;
+    z.pos = rt.sym[rng() % n];
+    z.neg = trial % 2 && n > 1 ? rt.sym[rng() % n] : 256;
+    if (z.neg == z.pos) z.neg = 256;
+    if (z.neg < z.pos) std::swap(z.pos, z.neg);
     const auto check = [&](auto kernel) {
       compare_ranks(rng, t, rt, kernel);
       using K = decltype(kernel);
       compare_rank_group<bf16>(rng, t, simd::decode_rank_kernel<bf16, K::ranks, K::pairs>(rt));
       compare_rank_group<fp16>(rng, t, simd::decode_rank_kernel<fp16, K::ranks, K::pairs>(rt));
       compare_rank_group<fp32>(rng, t, simd::decode_rank_kernel<fp32, K::ranks, K::pairs>(rt));
+      compare_rank_zeros_group<bf16, K::ranks, K::pairs>(rng, t, rt, z);
+      compare_rank_zeros_group<fp16, K::ranks, K::pairs>(rng, t, rt, z);
+      compare_rank_zeros_group<fp32, K::ranks, K::pairs>(rng, t, rt, z);
     };
     if (rt.fits(32, 1)) check(simd::decode_rank_kernel<bf16, 32, 1>(rt)), ++fitted[0];
     if (rt.fits(64, 1)) check(simd::decode_rank_kernel<bf16, 64, 1>(rt)), ++fitted[1];

@@ -162,6 +162,8 @@ inline __m512i mullo_epi16(__m512i a, __m512i b) { return zip<u16>(a, b, [](u16 
 inline __m512i mulhi_epu16(__m512i a, __m512i b) { return zip<u16>(a, b, [](u16 x, u16 y) { return (u32(x) * y) >> 16; }); }
 inline __m512i mask_add_epi16(__m512i src, __mmask32 k, __m512i a, __m512i b) { return select<u16>(k, src, add_epi16(a, b)); }
 inline __m512i mask_blend_epi16(__mmask32 k, __m512i a, __m512i b) { return select<u16>(k, a, b); }
+inline __m512i mask_mov_epi16(__m512i src, __mmask32 k, __m512i a) { return select<u16>(k, src, a); }
+inline __m512i mask_mov_epi32(__m512i src, __mmask16 k, __m512i a) { return select<u32>(k, src, a); }
 // (a's lanes shifted left by c, filled from the top of b's)
 inline __m512i shldi_epi16(__m512i a, __m512i b, unsigned c) {
   return zip<u16>(a, b, [c](u16 x, u16 y) { return ((u32(x) << 16 | y) << (c & 15u)) >> 16; });
@@ -595,3 +597,7 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_set_epi16(...) zipccl_emu::set_lanes<std::uint16_t>(__VA_ARGS__)
 #undef _mm512_set_epi32
 #define _mm512_set_epi32(...) zipccl_emu::set_lanes<std::uint32_t>(__VA_ARGS__)
+#undef _mm512_mask_mov_epi16
+#define _mm512_mask_mov_epi16 zipccl_emu::mask_mov_epi16
+#undef _mm512_mask_mov_epi32
+#define _mm512_mask_mov_epi32 zipccl_emu::mask_mov_epi32

@@ -541,6 +541,10 @@ struct decode_zeros_kernel : decode_kernel<E> {
       : decode_kernel<E>(table), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(z.pos))),
         zn(_mm256_set1_epi32(static_cast<int>(z.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  template <class F>
+  ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, const rans::zero_symbols& z, F&& f) {
+    return f(decode_zeros_kernel(t, z));
+  }
   void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest, const std::uint8_t* stream,
              std::uint64_t* next, std::uint8_t* out) {
     std::uint64_t n = *next, j = *rest;
@@ -628,6 +632,13 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
   return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
 }
 
+// The end of a run of kernel turns that starts at group g (a kernel turn) with `left` stream words
+// unread, but for zero groups: full groups, each with at least 32 words left whatever the groups
+// before it take (at most 32 each).
+ZIPCCL_ALWAYS_INLINE inline std::uint64_t kernel_run_end(std::uint64_t m, std::uint64_t g, std::uint64_t left) {
+  return std::min<std::uint64_t>(m / format::group_elems, g + left / rans::lanes);
+}
+
 // Decodes the body of a chunk with zero symbols that passed check_chunk (codec_detail::
 // decode_rans_body's values and statuses), full groups by Kernel (decode_zeros_kernel here,
 // avx512::rans_simd's on AVX-512).
@@ -642,36 +653,45 @@ status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const forma
   alignas(64) rans::decode_table t;
   alignas(64) std::uint32_t x[rans::lanes];
   if (!sec.start(&t, x)) return status::corrupt;
-  Kernel kernel(t, z);
-  kernel.load(x);
-  std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
-  for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
-    const std::uint64_t first = g * format::group_elems;
-    const unsigned lanes = format::group_lanes(m, g);
-    if (codec_detail::in_zero_group(body, g)) {
-      std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
-      continue;
+  // (Kernel::run picks the kernel for the table and runs the loop with it, by value and inlined)
+  return Kernel::run(t, z, [&](auto kernel) ZIPCCL_ALWAYS_INLINE {
+    kernel.load(x);
+    std::uint64_t next = 0, j = 0;  // the next stream word; the next rest
+    for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
+      const std::uint64_t first = g * format::group_elems;
+      const unsigned lanes = format::group_lanes(m, g);
+      if (codec_detail::in_zero_group(body, g)) {
+        std::memset(out + first * L::elem_size, 0, lanes * L::elem_size);
+        continue;
+      }
+      // fewer than 32 words or 32 rests left (or a short group): the reference's steps, which
+      // check every word and rest
+      std::uint64_t n = next, r = j;
+      if (lanes < rans::lanes || n_words - next < rans::lanes || rests - j < rans::lanes) {
+        kernel.store(x);
+        if (!codec_detail::decode_rans_group_zeros<E>(t, z, lanes, x, words, bytes, &r, rests, stream, n_words, &n,
+                                                      out + first * L::elem_size))
+          return status::corrupt;
+        kernel.load(x);
+      } else {
+        // the run of kernel groups from g on (each takes at most 32 words and 32 rests), in a
+        // loop without a call
+        const std::uint64_t end = std::min(kernel_run_end(m, g, n_words - next), g + (rests - j) / rans::lanes);
+        for (;;) {
+          kernel.group(bytes, words, &r, stream, &n, out + g * format::group_elems * L::elem_size);
+          if (g + 1 == end || codec_detail::in_zero_group(body, g + 1)) break;
+          ++g;
+        }
+      }
+      next = n;
+      j = r;
     }
-    // fewer than 32 words or 32 rests left (or a short group): the reference's steps, which check
-    // every word and rest
-    std::uint64_t n = next, r = j;
-    if (lanes < rans::lanes || n_words - next < rans::lanes || rests - j < rans::lanes) {
-      kernel.store(x);
-      if (!codec_detail::decode_rans_group_zeros<E>(t, z, lanes, x, words, bytes, &r, rests, stream, n_words, &n,
-                                                    out + first * L::elem_size))
-        return status::corrupt;
-      kernel.load(x);
-    } else {
-      kernel.group(bytes, words, &r, stream, &n, out + first * L::elem_size);
-    }
-    next = n;
-    j = r;
-  }
-  if (j != rests || next != n_words) return status::corrupt;
-  kernel.store(x);
-  for (unsigned l = 0; l < rans::lanes; ++l)
-    if (x[l] != rans::state_low) return status::corrupt;
-  return status::success;
+    if (j != rests || next != n_words) return status::corrupt;
+    kernel.store(x);
+    for (unsigned l = 0; l < rans::lanes; ++l)
+      if (x[l] != rans::state_low) return status::corrupt;
+    return status::success;
+  });
 }
 
 // Encodes one chunk (codec_detail::encode_rans_chunk's bytes), full groups by Kernel and, in
@@ -731,13 +751,6 @@ template <class E>
 std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
                                 const codec_detail::body_shape& shape) {
   return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape);
-}
-
-// The end of a run of kernel turns that starts at group g (a kernel turn) with `left` stream words
-// unread, but for zero groups: full groups, each with at least 32 words left whatever the groups
-// before it take (at most 32 each).
-ZIPCCL_ALWAYS_INLINE inline std::uint64_t kernel_run_end(std::uint64_t m, std::uint64_t g, std::uint64_t left) {
-  return std::min<std::uint64_t>(m / format::group_elems, g + left / rans::lanes);
 }
 
 // Who decodes group g of a dense rANS body of m elements with `left` stream words still unread:

@@ -661,6 +661,13 @@ struct rank_table {
     for (unsigned i = fines * bucket_slots; i < max_crowded * bucket_slots; ++i) fine[i] = 0;
     ranks = n, crowded = fines, held = true;
   }
+  // The rank of symbol v, or 0xFFFF (no rank) where the table has no such symbol (a zero symbol
+  // of a body without zeros of that sign).
+  unsigned rank_of(std::uint32_t v) const {
+    for (unsigned r = 0; r < ranks; ++r)
+      if (sym[r] == v) return r;
+    return 0xFFFFu;
+  }
   // Whether decode_rank_kernel<E, Ranks, Pairs> takes this table: at most Ranks symbols and
   // 4 Pairs crowded buckets.
   bool fits(unsigned max_ranks_, unsigned pairs) const { return held && ranks <= max_ranks_ && crowded <= 4 * pairs; }
@@ -745,12 +752,9 @@ struct decode_rank_kernel {
                                   f, _mm512_maskz_permutex2var_epi8(low_bytes, fine[2 * p], i, fine[2 * p + 1]));
     return _mm512_mask_blend_epi16(_mm512_test_epi16_mask(c, _mm512_set1_epi16(0x80)), r, f);
   }
-  // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
-  // words from stream[*next] on (at least 32 are left).
-  // (forced inline: with a loop instantiated for each kernel, GCC stops inlining it, and the
-  // tables go through memory at every call)
-  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream,
-                                  std::uint64_t* next, std::uint8_t* out) {
+  // One step of the 32 states: their slots' ranks, and the states advanced and refilled from
+  // stream word *next on (at least 32 are left).
+  ZIPCCL_ALWAYS_INLINE __m512i step(const std::uint8_t* stream, std::uint64_t* next) {
     const __m512i one = _mm512_set1_epi16(1);
     const __m512i r = rank();
     const __m512i f = lookup(freq, r);
@@ -768,13 +772,18 @@ struct decode_rank_kernel {
     *next += static_cast<unsigned>(_mm_popcnt_u32(low));
     XL = _mm512_mask_blend_epi16(low, lo, w);
     XH = _mm512_mask_blend_epi16(low, hi, lo);
-    // the values, in lane order
+    return r;
+  }
+  // Stores the 32 values of ranks r at out, their rests rb (the rest bytes in lane order, the low
+  // 32 bytes) and rw (fp32: the rest words); with Zeros, the lanes of pos and neg are +0.0 and
+  // -0.0.
+  template <bool Zeros = false>
+  ZIPCCL_ALWAYS_INLINE void values(__m512i r, __m512i rb, __m512i rw, std::uint8_t* out, __mmask32 pos = 0,
+                                   __mmask32 neg = 0) const {
     const __m512i s = lookup(sym, r);
-    const __m512i rb = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
     if constexpr (std::is_same_v<E, fp32>) {
       // value i: bytes 0..1 its rest word, 2..3 its rest byte (sign at bit 31, mantissa at
       // 16..22), the symbol's bits 23..30 from s's word i (in the high half)
-      const __m512i rw = _mm512_loadu_si512(words);
       for (int k = 0; k < 2; ++k) {
         // (byte indices 32k + 2i, 32k + 2i + 1 into rw, 64 + 16k + i twice into rb)
         const __m512i bi = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(0x40400100u + 0x10102020u * k)),
@@ -785,21 +794,65 @@ struct decode_rank_kernel {
                                             _mm512_set_epi32(0x000F0000, 0x000E0000, 0x000D0000, 0x000C0000, 0x000B0000,
                                                              0x000A0000, 0x00090000, 0x00080000, 0x00070000, 0x00060000,
                                                              0x00050000, 0x00040000, 0x00030000, 0x00020000, 0x00010000, 0));
-        _mm512_storeu_si512(out + 64 * k, _mm512_ternarylogic_epi32(_mm512_set1_epi32(static_cast<int>(0x807FFFFFu)),
-                                                                   _mm512_permutex2var_epi8(rw, bi, rb),
-                                                                   _mm512_permutexvar_epi16(wi, s), 0xCA));
+        __m512i v = _mm512_ternarylogic_epi32(_mm512_set1_epi32(static_cast<int>(0x807FFFFFu)),
+                                              _mm512_permutex2var_epi8(rw, bi, rb), _mm512_permutexvar_epi16(wi, s), 0xCA);
+        if constexpr (Zeros) {
+          v = _mm512_mask_mov_epi32(v, static_cast<__mmask16>(pos >> (16 * k)), _mm512_setzero_si512());
+          v = _mm512_mask_mov_epi32(v, static_cast<__mmask16>(neg >> (16 * k)), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+        }
+        _mm512_storeu_si512(out + 64 * k, v);
       }
-    } else if constexpr (std::is_same_v<E, bf16>) {  // sign << 15 | symbol << 7 | mantissa
-      (void)words;
-      const __m512i twice = _mm512_set_epi8(31, 31, 30, 30, 29, 29, 28, 28, 27, 27, 26, 26, 25, 25, 24, 24, 23, 23, 22, 22, 21,
-                                            21, 20, 20, 19, 19, 18, 18, 17, 17, 16, 16, 15, 15, 14, 14, 13, 13, 12, 12, 11, 11,
-                                            10, 10, 9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-      _mm512_storeu_si512(out, _mm512_ternarylogic_epi32(_mm512_set1_epi16(static_cast<short>(0x807F)),
-                                                         _mm512_permutexvar_epi8(twice, rb), s, 0xCA));
-    } else {  // symbol << 8 | rest byte
-      (void)words;
-      _mm512_storeu_si512(out, _mm512_or_si512(s, _mm512_cvtepu8_epi16(_mm512_castsi512_si256(rb))));
+    } else {
+      (void)rw;
+      __m512i v;
+      if constexpr (std::is_same_v<E, bf16>) {  // sign << 15 | symbol << 7 | mantissa
+        const __m512i twice = _mm512_set_epi8(31, 31, 30, 30, 29, 29, 28, 28, 27, 27, 26, 26, 25, 25, 24, 24, 23, 23, 22, 22,
+                                              21, 21, 20, 20, 19, 19, 18, 18, 17, 17, 16, 16, 15, 15, 14, 14, 13, 13, 12, 12,
+                                              11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+        v = _mm512_ternarylogic_epi32(_mm512_set1_epi16(static_cast<short>(0x807F)), _mm512_permutexvar_epi8(twice, rb), s, 0xCA);
+      } else {  // symbol << 8 | rest byte
+        v = _mm512_or_si512(s, _mm512_cvtepu8_epi16(_mm512_castsi512_si256(rb)));
+      }
+      if constexpr (Zeros) {
+        v = _mm512_mask_mov_epi16(v, pos, _mm512_setzero_si512());
+        v = _mm512_mask_mov_epi16(v, neg, _mm512_set1_epi16(static_cast<short>(0x8000)));
+      }
+      _mm512_storeu_si512(out, v);
     }
+  }
+  // Decodes a full group into out, its rest sections at bytes and words, taking the stream's
+  // words from stream[*next] on (at least 32 are left).
+  // (forced inline, as step and values are: with a loop instantiated for each kernel, GCC stops
+  // inlining them, and the tables go through memory at every call)
+  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* words, const std::uint8_t* stream,
+                                  std::uint64_t* next, std::uint8_t* out) {
+    const __m512i r = step(stream, next);
+    const __m512i rb = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
+    values(r, rb, std::is_same_v<E, fp32> ? _mm512_loadu_si512(words) : _mm512_setzero_si512(), out);
+  }
+};
+
+// The rank kernel of a full group of a body with zero symbols: lanes whose rank is zp's or zn's
+// are +0.0 or -0.0; the others' rests, stored together from rest index *rest on, go out to them
+// by one vpexpandb of 32 bytes (fp32's words by one vpexpandw). Needs 32 rests left (it reads 32
+// bytes, and 32 words, from *rest on).
+template <class E, unsigned Ranks = 32, unsigned Pairs = 1>
+struct decode_rank_zeros_kernel : decode_rank_kernel<E, Ranks, Pairs> {
+  __m512i zp, zn;  // (the ranks of zp and zn)
+  decode_rank_zeros_kernel(const rank_table& rt, const rans::zero_symbols& z)
+      : decode_rank_kernel<E, Ranks, Pairs>(rt), zp(_mm512_set1_epi16(static_cast<short>(rt.rank_of(z.pos)))),
+        zn(_mm512_set1_epi16(static_cast<short>(rt.rank_of(z.neg)))) {}
+  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest,
+                                  const std::uint8_t* stream, std::uint64_t* next, std::uint8_t* out) {
+    const __m512i r = this->step(stream, next);
+    const __mmask32 pos = _mm512_cmpeq_epi16_mask(r, zp), neg = _mm512_cmpeq_epi16_mask(r, zn);
+    const __mmask32 rests = ~(pos | neg);
+    const std::uint64_t j = *rest;
+    const __m512i rb = _mm512_maskz_expand_epi8(rests, _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + j))));
+    const __m512i rw = std::is_same_v<E, fp32> ? _mm512_maskz_expand_epi16(rests, _mm512_loadu_si512(words + 2 * j))
+                                               : _mm512_setzero_si512();
+    this->template values<true>(r, rb, rw, out, pos, neg);
+    *rest = j + static_cast<unsigned>(_mm_popcnt_u32(rests));
   }
 };
 
@@ -878,6 +931,16 @@ struct decode_zeros_kernel : decode_kernel<E> {
       : decode_kernel<E>(table), zp(_mm512_set1_epi32(static_cast<int>(z.pos))),
         zn(_mm512_set1_epi32(static_cast<int>(z.neg))),
         neg0(_mm512_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  // Runs f with the kernel for table t: decode_rank_zeros_kernel where a rank_table holds it (as
+  // decode_kernel::run picks), else this one.
+  template <class F>
+  ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, const rans::zero_symbols& z, F&& f) {
+    const rank_table rt(t);
+    if (rt.fits(32, 1)) return f(decode_rank_zeros_kernel<E, 32, 1>(rt, z));
+    if (rt.fits(64, 1)) return f(decode_rank_zeros_kernel<E, 64, 1>(rt, z));
+    if (rt.fits(128, 3)) return f(decode_rank_zeros_kernel<E, 128, 3>(rt, z));
+    return f(decode_zeros_kernel(t, z));
+  }
   void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest, const std::uint8_t* stream,
              std::uint64_t* next, std::uint8_t* out) {
     const __m512i ff = _mm512_set1_epi32(0xFF);
