@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <zipccl/zipccl.hpp>
@@ -833,6 +834,38 @@ void random_table(std::mt19937& rng, unsigned n, unsigned rare, bool edges, code
   rans::read_table(bytes.data(), t);
 }
 
+// 32 decoder states at random, 2^16 and 2^32 - 1 among them.
+void random_states(std::mt19937& rng, std::uint32_t (&x)[32]) {
+  namespace rans = codec_detail::rans;
+  for (auto& v : x) {
+    const unsigned k = static_cast<unsigned>(rng() % 8);
+    v = k == 0 ? rans::state_low
+        : k == 1 ? 0xFFFFFFFFu
+                 : rans::state_low + static_cast<std::uint32_t>(rng() % (0xFFFFFFFFu - rans::state_low));
+  }
+}
+
+// The kernel class that decode_kernel::run, run_pair and decode_zeros_kernel::run hand their loop:
+// a rank kernel's symbols and pairs of fine tables, {0, 0} for the gather kernels.
+template <class K>
+struct kernel_class {
+  static constexpr std::pair<unsigned, unsigned> value{0u, 0u};
+};
+template <class E, unsigned R, unsigned P>
+struct kernel_class<host::detail::avx512::rans_simd::decode_rank_kernel<E, R, P>> {
+  static constexpr std::pair<unsigned, unsigned> value{R, P};
+};
+template <class E, unsigned R, unsigned P>
+struct kernel_class<host::detail::avx512::rans_simd::decode_rank_zeros_kernel<E, R, P>> {
+  static constexpr std::pair<unsigned, unsigned> value{R, P};
+};
+// The smallest rank kernel class that holds a table, {0, 0} for none (the gather kernel's).
+std::pair<unsigned, unsigned> expected_class(const host::detail::avx512::rans_simd::rank_table& rt) {
+  for (const auto& c : {std::pair<unsigned, unsigned>{32, 1}, {64, 1}, {128, 3}})
+    if (rt.fits(c.first, c.second)) return c;
+  return {0u, 0u};
+}
+
 // One full group decoded by kernel K (a decode_rank_kernel) and by the reference's steps from the
 // same 32 states (at random, with 2^16 and 2^32 - 1 among them), rests and stream words: the same
 // values, states and words taken.
@@ -842,10 +875,7 @@ void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_tabl
   using S = rans::split<E>;
   using bits = typename E::bits_type;
   alignas(64) std::uint32_t x[32], y[32];
-  for (unsigned l = 0; l < 32; ++l) {
-    const unsigned k = static_cast<unsigned>(rng() % 8);
-    x[l] = k == 0 ? rans::state_low : k == 1 ? 0xFFFFFFFFu : rans::state_low + static_cast<std::uint32_t>(rng() % (0xFFFFFFFFu - rans::state_low));
-  }
+  random_states(rng, x);
   std::uint8_t bytes[32], words[64], stream[64];
   for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
   for (auto& b : words) b = static_cast<std::uint8_t>(rng());
@@ -880,7 +910,7 @@ void compare_rank_zeros_group(std::mt19937& rng, const codec_detail::rans::decod
   using S = rans::split<E>;
   using bits = typename E::bits_type;
   alignas(64) std::uint32_t x[32], y[32];
-  for (auto& v : x) v = rans::state_low + static_cast<std::uint32_t>(rng() % (0xFFFFFFFFu - rans::state_low));
+  random_states(rng, x);
   std::uint8_t bytes[40], words[80], stream[64];
   for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
   for (auto& b : words) b = static_cast<std::uint8_t>(rng());
@@ -947,12 +977,14 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
   namespace simd = host::detail::avx512::rans_simd;
   namespace rans = codec_detail::rans;
   std::mt19937 rng(21);
-  alignas(64) static rans::decode_table t;
+  alignas(64) static rans::decode_table t, t_before;  // (this trial's table and the one before)
+  std::vector<std::uint32_t> cum;
+  random_table(rng, 1, 0, false, &t_before, &cum);
+  std::pair<unsigned, unsigned> class_before{32, 1};
   unsigned fitted[3] = {}, refused = 0;
   for (int trial = 0; trial < 1200; ++trial) {
     const unsigned n = 1 + static_cast<unsigned>(rng() % (trial % 2 ? 34 : 140));
     const unsigned rare = static_cast<unsigned>(rng() % (trial % 4 < 2 ? 12 : 40));
-    std::vector<std::uint32_t> cum;
     random_table(rng, n, rare, trial % 3 == 0, &t, &cum);
     unsigned crowded = 0;
     for (unsigned b = 0; b < 128; ++b) {
@@ -963,20 +995,39 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
     const simd::rank_table rt(t);
     INFO("trial " << trial << ": " << n << " symbols, " << crowded << " crowded buckets");
     REQUIRE(rt.held == (n <= 128 && crowded <= 16));
+    // zero symbols: two of the table's symbols, or one of them and a value it lacks (a body
+    // without zeros of one sign: -0.0's past every symbol, or +0.0's below a symbol), z.pos <
+    // z.neg as the header requires
+    rans::zero_symbols z;
+    z.on = true;
+    z.pos = rt.held ? rt.sym[rng() % n] : 0;
+    z.neg = trial % 2 && n > 1 && rt.held ? rt.sym[rng() % n] : 256;
+    if (z.neg == z.pos) z.neg = 256;
+    if (z.neg < z.pos) std::swap(z.pos, z.neg);
+    if (rt.held && trial % 5 == 4 && rt.sym[n - 1] > n - 1) {  // (the first value that is no symbol)
+      unsigned v = 0;
+      for (unsigned r = 0; r < n && rt.sym[r] == v; ++r) ++v;
+      z.pos = v;
+      z.neg = rt.sym[n - 1];
+    }
+    // the kernel class each run picks: the smallest that holds the table (for a pair, the
+    // smallest that holds both; the gather kernel where either table is beyond them)
+    const auto picked = [](auto k) { return kernel_class<decltype(k)>::value; };
+    const std::pair<unsigned, unsigned> want = expected_class(rt), none{0u, 0u};
+    REQUIRE(simd::decode_kernel<bf16>::run(t, picked) == want);
+    REQUIRE(simd::decode_zeros_kernel<fp32>::run(t, z, picked) == want);
+    REQUIRE(simd::decode_kernel<fp16>::run_pair(t, t_before, [](auto a, auto b) {
+              static_assert(std::is_same_v<decltype(a), decltype(b)>, "run_pair: one class for both");
+              return kernel_class<decltype(a)>::value;
+            }) == (want == none || class_before == none ? none : std::max(want, class_before)));
+    t_before = t;
+    class_before = want;
     if (!rt.held) {
       ++refused;
       continue;
     }
     REQUIRE(rt.ranks == n);
     REQUIRE(rt.crowded == crowded);
-    // zero symbols: two of the table's symbols, or one of them and a value it lacks (a body
-    // without zeros of one sign), z.pos < z.neg as the header requires
-    rans::zero_symbols z;
-    z.on = true;
-    z.pos = rt.sym[rng() % n];
-    z.neg = trial % 2 && n > 1 ? rt.sym[rng() % n] : 256;
-    if (z.neg == z.pos) z.neg = 256;
-    if (z.neg < z.pos) std::swap(z.pos, z.neg);
     const auto check = [&](auto kernel) {
       compare_ranks(rng, t, rt, kernel);
       using K = decltype(kernel);

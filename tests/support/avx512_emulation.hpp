@@ -288,38 +288,29 @@ inline __mmask64 movepi8_mask(__m512i a) {
 }
 
 // permutes, compress and expand
-inline __m512i permutexvar_epi8(__m512i idx, __m512i a) {
-  const auto i = of<u8>(idx), x = of<u8>(a);
-  lanes<u8> r;
-  for (unsigned j = 0; j < 64; ++j) r[j] = x[i[j] & 63u];
+// vpermb / vpermw (one table of 64 / 32 lanes) and vpermi2b / vpermi2w / vpermi2d (two tables,
+// the index's next bit picking b)
+template <class T>
+inline __m512i permutexvar(__m512i idx, __m512i a) {
+  const auto i = of<T>(idx), x = of<T>(a);
+  lanes<T> r;
+  for (unsigned j = 0; j < r.n; ++j) r[j] = x[i[j] & (r.n - 1u)];
   return to<__m512i>(r);
 }
-inline __m512i permutex2var_epi8(__m512i a, __m512i idx, __m512i b) {
-  const auto i = of<u8>(idx), x = of<u8>(a), y = of<u8>(b);
-  lanes<u8> r;
-  for (unsigned j = 0; j < 64; ++j) r[j] = (i[j] & 64u) ? y[i[j] & 63u] : x[i[j] & 63u];
+template <class T>
+inline __m512i permutex2var(__m512i a, __m512i idx, __m512i b) {
+  const auto i = of<T>(idx), x = of<T>(a), y = of<T>(b);
+  lanes<T> r;
+  for (unsigned j = 0; j < r.n; ++j) r[j] = (i[j] & r.n) ? y[i[j] & (r.n - 1u)] : x[i[j] & (r.n - 1u)];
   return to<__m512i>(r);
 }
-inline __m512i permutex2var_epi32(__m512i a, __m512i idx, __m512i b) {
-  const auto i = of<u32>(idx), x = of<u32>(a), y = of<u32>(b);
-  lanes<u32> r;
-  for (unsigned j = 0; j < 16; ++j) r[j] = (i[j] & 16u) ? y[i[j] & 15u] : x[i[j] & 15u];
-  return to<__m512i>(r);
-}
+inline __m512i permutexvar_epi8(__m512i idx, __m512i a) { return permutexvar<u8>(idx, a); }
+inline __m512i permutexvar_epi16(__m512i idx, __m512i a) { return permutexvar<u16>(idx, a); }
+inline __m512i permutex2var_epi8(__m512i a, __m512i idx, __m512i b) { return permutex2var<u8>(a, idx, b); }
+inline __m512i permutex2var_epi16(__m512i a, __m512i idx, __m512i b) { return permutex2var<u16>(a, idx, b); }
+inline __m512i permutex2var_epi32(__m512i a, __m512i idx, __m512i b) { return permutex2var<u32>(a, idx, b); }
 inline __m512i maskz_permutex2var_epi8(__mmask64 k, __m512i a, __m512i idx, __m512i b) {
   return select<u8>(~k, permutex2var_epi8(a, idx, b), set1<u8>(0));
-}
-inline __m512i permutexvar_epi16(__m512i idx, __m512i a) {
-  const auto i = of<u16>(idx), x = of<u16>(a);
-  lanes<u16> r;
-  for (unsigned j = 0; j < 32; ++j) r[j] = x[i[j] & 31u];
-  return to<__m512i>(r);
-}
-inline __m512i permutex2var_epi16(__m512i a, __m512i idx, __m512i b) {
-  const auto i = of<u16>(idx), x = of<u16>(a), y = of<u16>(b);
-  lanes<u16> r;
-  for (unsigned j = 0; j < 32; ++j) r[j] = (i[j] & 32u) ? y[i[j] & 31u] : x[i[j] & 31u];
-  return to<__m512i>(r);
 }
 template <class T>
 inline __m512i maskz_compress(u64 k, __m512i a) {

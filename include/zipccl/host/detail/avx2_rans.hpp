@@ -852,68 +852,70 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
   alignas(64) std::uint32_t xa[rans::lanes], xb[rans::lanes];
   if (!sa.start(&ta, xa) || !sb.start(&tb, xb)) return false;
   return Kernel::run_pair(ta, tb, [&](auto ka, auto kb) ZIPCCL_ALWAYS_INLINE {
-  bool ok = true;
-  ka.load(xa), kb.load(xb);
-  // (the cursors are locals whose address is never taken, only their copies': they stay in
-  // registers, where a store of decoded values could otherwise alias them)
-  std::uint64_t na = 0, nb = 0, ja = 0, jb = 0;
-  const std::uint64_t ga = (m[0] + format::group_elems - 1) / format::group_elems;
-  const std::uint64_t gb = (m[1] + format::group_elems - 1) / format::group_elems;
-  for (std::uint64_t g = 0; ok && g < std::max(ga, gb); ++g) {
-    const std::uint64_t at = g * format::group_elems * L::elem_size;
-    const group_turn a = g < ga ? turn_of(body[0], m[0], g, sa.n_words - na) : group_turn::none;
-    const group_turn b = g < gb ? turn_of(body[1], m[1], g, sb.n_words - nb) : group_turn::none;
-    if (a == group_turn::kernel && b == group_turn::kernel) {
-      // the run of groups that both decode by their kernels, in a loop without a call (the kernels'
-      // tables and constants stay in registers)
-      const std::uint64_t end = std::min(kernel_run_end(m[0], g, sa.n_words - na), kernel_run_end(m[1], g, sb.n_words - nb));
-      std::uint64_t n0 = na, n1 = nb;
-      for (;;) {
-        const std::uint64_t o = g * format::group_elems * L::elem_size;
-        ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n0, out[0] + o);
-        kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n1, out[1] + o);
-        ja += rans::lanes, jb += rans::lanes;
-        if (g + 1 == end || codec_detail::in_zero_group(body[0], g + 1) || codec_detail::in_zero_group(body[1], g + 1))
-          break;
-        ++g;
+    bool ok = true;
+    ka.load(xa), kb.load(xb);
+    // (the cursors are locals whose address is never taken, only their copies': they stay in
+    // registers, where a store of decoded values could otherwise alias them)
+    std::uint64_t na = 0, nb = 0, ja = 0, jb = 0;
+    const std::uint64_t ga = (m[0] + format::group_elems - 1) / format::group_elems;
+    const std::uint64_t gb = (m[1] + format::group_elems - 1) / format::group_elems;
+    for (std::uint64_t g = 0; ok && g < std::max(ga, gb); ++g) {
+      const std::uint64_t at = g * format::group_elems * L::elem_size;
+      const group_turn a = g < ga ? turn_of(body[0], m[0], g, sa.n_words - na) : group_turn::none;
+      const group_turn b = g < gb ? turn_of(body[1], m[1], g, sb.n_words - nb) : group_turn::none;
+      if (a == group_turn::kernel && b == group_turn::kernel) {
+        // the run of groups that both decode by their kernels, in a loop without a call (the
+        // kernels' tables and constants stay in registers)
+        const std::uint64_t end =
+            std::min(kernel_run_end(m[0], g, sa.n_words - na), kernel_run_end(m[1], g, sb.n_words - nb));
+        std::uint64_t n0 = na, n1 = nb;
+        for (;;) {
+          const std::uint64_t o = g * format::group_elems * L::elem_size;
+          ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n0, out[0] + o);
+          kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n1, out[1] + o);
+          ja += rans::lanes, jb += rans::lanes;
+          if (g + 1 == end || codec_detail::in_zero_group(body[0], g + 1) ||
+              codec_detail::in_zero_group(body[1], g + 1))
+            break;
+          ++g;
+        }
+        na = n0, nb = n1;
+        continue;
       }
-      na = n0, nb = n1;
-      continue;
+      if (a == group_turn::kernel) {
+        std::uint64_t n = na;
+        ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n, out[0] + at);
+        na = n, ja += rans::lanes;
+      }
+      if (b == group_turn::kernel) {
+        std::uint64_t n = nb;
+        kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n, out[1] + at);
+        nb = n, jb += rans::lanes;
+      }
+      if (a == group_turn::zeros) std::memset(out[0] + at, 0, format::group_lanes(m[0], g) * L::elem_size);
+      if (b == group_turn::zeros) std::memset(out[1] + at, 0, format::group_lanes(m[1], g) * L::elem_size);
+      // (a group by the reference's steps: the states through their arrays, the cursors as copies)
+      if (a == group_turn::reference) {
+        std::uint64_t n = na, j = ja;
+        ka.store(xa);
+        ok = reference_group<E>(sa, ta, m[0], g, xa, &n, &j, out[0] + at);
+        ka.load(xa);
+        na = n, ja = j;
+      }
+      if (ok && b == group_turn::reference) {
+        std::uint64_t n = nb, j = jb;
+        kb.store(xb);
+        ok = reference_group<E>(sb, tb, m[1], g, xb, &n, &j, out[1] + at);
+        kb.load(xb);
+        nb = n, jb = j;
+      }
     }
-    if (a == group_turn::kernel) {
-      std::uint64_t n = na;
-      ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n, out[0] + at);
-      na = n, ja += rans::lanes;
+    if (ok) {
+      ka.store(xa), kb.store(xb);
+      ok = na == sa.n_words && nb == sb.n_words;
+      for (unsigned l = 0; ok && l < rans::lanes; ++l) ok = xa[l] == rans::state_low && xb[l] == rans::state_low;
     }
-    if (b == group_turn::kernel) {
-      std::uint64_t n = nb;
-      kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n, out[1] + at);
-      nb = n, jb += rans::lanes;
-    }
-    if (a == group_turn::zeros) std::memset(out[0] + at, 0, format::group_lanes(m[0], g) * L::elem_size);
-    if (b == group_turn::zeros) std::memset(out[1] + at, 0, format::group_lanes(m[1], g) * L::elem_size);
-    // (a group by the reference's steps: the states through their arrays, the cursors as copies)
-    if (a == group_turn::reference) {
-      std::uint64_t n = na, j = ja;
-      ka.store(xa);
-      ok = reference_group<E>(sa, ta, m[0], g, xa, &n, &j, out[0] + at);
-      ka.load(xa);
-      na = n, ja = j;
-    }
-    if (ok && b == group_turn::reference) {
-      std::uint64_t n = nb, j = jb;
-      kb.store(xb);
-      ok = reference_group<E>(sb, tb, m[1], g, xb, &n, &j, out[1] + at);
-      kb.load(xb);
-      nb = n, jb = j;
-    }
-  }
-  if (ok) {
-    ka.store(xa), kb.store(xb);
-    ok = na == sa.n_words && nb == sb.n_words;
-    for (unsigned l = 0; ok && l < rans::lanes; ++l) ok = xa[l] == rans::state_low && xb[l] == rans::state_low;
-  }
-  return ok;
+    return ok;
   });
 }
 

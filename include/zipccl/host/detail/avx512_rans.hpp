@@ -1,14 +1,18 @@
 // zipccl: AVX-512 encoder and decoder of rANS chunks (codebook::entropy), built where
-// ZIPCCL_HAS_AVX512 and ZIPCCL_HAS_AVX2 hold (the kernels need AVX-512 F and BW, and VBMI2 for
-// the zero-symbol kernels' byte and word compress and expand).
+// ZIPCCL_HAS_AVX512 and ZIPCCL_HAS_AVX2 hold (the kernels need AVX-512 F, BW, VBMI for the byte
+// permutes and VBMI2 for the 16-bit shifts and the byte and word compress and expand).
 //
-// The 32 lanes of a chunk's rANS body (codec/rans.hpp) are two registers of sixteen 32-bit states.
-// One step of a register:
-//   decoder  slot = x & 4095; the slot words by a gather (gather16); x = freq * (x >> 12) + offset;
-//            the lanes that fell below 2^16 take the next words of the stream in lane order: one
-//            32-byte load widened to 32-bit lanes and one vpexpandd by the lanes' mask. Two dense
-//            chunks are decoded in one loop (decode_rans_pair), four registers of states.
-//   encoder  the symbols' (freq | cum << 16) and reciprocals from registers when a register's
+// The 32 lanes of a chunk's rANS body (codec/rans.hpp):
+//   decoder  where the chunk's table has at most 128 symbols and 12 crowded buckets
+//            (rank_table), decode_rank_kernel: the 32 states as two registers of 16-bit halves
+//            in lane order; per step, the slots' ranks from byte tables in registers (vpermi2b),
+//            the ranks' frequencies and starts (vpermw), x = freq * (x >> 12) + offset in 16-bit
+//            products, and the lanes that fell below 2^16 take the next words of the stream in
+//            lane order by one vpexpandw. Other tables: decode_kernel, two registers of sixteen
+//            32-bit states, the slot words by a gather (gather16), one vpexpandd a register. Two
+//            dense chunks are decoded in one loop (decode_rans_pair).
+//   encoder  two registers of sixteen 32-bit states; per register,
+//            the symbols' (freq | cum << 16) and reciprocals from registers when a register's
 //            symbols fall in a window of 64 values (the one that holds the most of the chunk's
 //            frequency; a lookup is two vpermt2d and a blend, one where all fall in 32 values,
 //            and no window test where the window holds every symbol of the chunk; fp16: values
@@ -18,9 +22,9 @@
 //            store put in lane order just below the stream's current start; then
 //            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
 //            correction step.
-// Bodies with zero symbols (sparse data) take encode_zeros_kernel and decode_zeros_kernel: the
-// zeros' lanes are found by comparing elements (encoder) or symbols (decoder) with the zeros or
-// the zero symbols; the other lanes' rests of a whole group are packed together by one vpcompressb
+// Bodies with zero symbols (sparse data) take encode_zeros_kernel and decode_zeros_kernel (or
+// decode_rank_zeros_kernel): the zeros' lanes are found by comparing elements (encoder) or
+// symbols, or ranks (decoder) with the zeros or the zero symbols; the other lanes' rests of a whole group are packed together by one vpcompressb
 // (fp32's words: vpcompressw) and masked stores, or spread out to them by one vpexpandb
 // (vpexpandw). The encoder's window is placed on the other symbols, and the zero lanes' entries
 // are blended in from registers, so a register of zeros and values still avoids the gathers.
@@ -696,6 +700,7 @@ struct decode_rank_kernel {
     alignas(64) std::uint16_t sw[Ranks];
     // (one pair of fine tables: a crowded bucket's coarse byte holds its fine table's offset,
     // 0x80 | i << 5, which makes its slots' index with an OR)
+    // (run picks this kernel only where rt.fits(Ranks, Pairs): crowded bucket i < 4 Pairs)
     for (unsigned b = 0; b < rank_table::buckets; ++b)
       c[b] = Pairs == 1 && (rt.coarse[b] & 0x80u) ? static_cast<std::uint8_t>(0x80u | (rt.coarse[b] & 0x7Fu) << 5) : rt.coarse[b];
     for (unsigned r = 0; r < Ranks; ++r) sw[r] = static_cast<std::uint16_t>(rt.sym[r] << sym_shift);
