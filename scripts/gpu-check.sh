@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
 #   1. builds the device tests and benchmarks for that GPU's architecture;
-#   2. runs the gpu-labelled tests, and the host AVX-512 tests (and the host rANS benchmark) where
-#      the CPU has AVX-512;
-#   3. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
-#   4. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy);
-#   5. prints a short summary table last.
+#   2. runs the gpu-labelled tests;
+#   3. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy);
+#   4. runs the host AVX-512 tests (and the host rANS benchmark) where the CPU has AVX-512;
+#   5. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
+#   6. prints a short summary table last.
+# Each result is also printed when it comes. Steps after the benchmarks are skipped once the
+# budget (GPU_CHECK_BUDGET seconds, default 480) runs short; give the call a timeout above it.
 # Logs and the benchmark JSON go to $OUT (or build-gpu/out).
 #
 # The lent machine cannot install packages. Before the call, on the development machine, run
@@ -36,8 +38,13 @@ out=${OUT:-build-gpu/out}
 mkdir -p "$out"
 start=$(date +%s)
 summary=()
-note() { summary+=("$1"); }
+# each result is printed as it comes too, so that a run stopped at the lease's limit still says
+# how far it got
+note() { summary+=("$1"); echo "gpu-check [$(elapsed)] $1"; }
 elapsed() { echo $(( $(date +%s) - start ))s; }
+# the later, optional steps are skipped when fewer than N seconds of the budget are left
+budget=${GPU_CHECK_BUDGET:-480}
+have() { [ $(( $(date +%s) - start + $1 )) -le "$budget" ]; }
 
 gpu=$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null | head -1)
 arch=$(echo "$gpu" | awk -F', ' '{print $2}' | tr -d .)
@@ -81,13 +88,46 @@ if (cd build-gpu && ctest -L gpu --output-on-failure --timeout 300 >"$out/ctest.
   note "gpu tests|pass|$(grep -E 'tests passed' "$out/ctest.log" | tail -1)"
 else
   note "gpu tests|FAIL|see ctest.log"
-  grep -E "FAILED|failed|Error" "$out/ctest.log" | head -20
+  grep -E "FAILED|failed|Error|watchdog" "$out/ctest.log" | cut -c1-400 | head -20
+fi
+# the tests load every kernel up front (CUDA_MODULE_LOADING=EAGER, see cuda_local.cuh); the
+# transport's own test again under CUDA's default lazy loading, which the world's preload covers
+if have 60; then
+  if CUDA_MODULE_LOADING=LAZY timeout 60 build-gpu/bin/test_cuda_local >"$out/cuda-local-lazy.log" 2>&1; then
+    note "cuda_local, lazy loading|pass|$(grep -E 'All tests passed' "$out/cuda-local-lazy.log" | tail -1)"
+  else
+    note "cuda_local, lazy loading|FAIL|$(grep -E 'watchdog' "$out/cuda-local-lazy.log" | head -1 | cut -c1-200)"
+  fi
+fi
+
+# benchmarks
+if [ $bench_built = 1 ]; then
+  timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
+    >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
+  if ! have 150; then
+    note "collective benchmarks|skip|out of time"
+  elif timeout 200 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
+      --speeds-out="$out/device-speeds.txt" \
+      --benchmark_out="$out/bench_collectives.json" --benchmark_out_format=json >"$out/bench_collectives.log" 2>&1; then
+    note "collective benchmarks|ran|bench_collectives.log"
+  else
+    note "collective benchmarks|FAIL|see bench_collectives.log"
+  fi
+  if [ -x build-gpu/bin/bench_cuda_subspace ] && have 100; then
+    timeout 120 build-gpu/bin/bench_cuda_subspace --benchmark_counters_tabular=true \
+      --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$out/bench_subspace.log" 2>&1 &&
+      note "subspace benchmarks|ran|bench_subspace.log" || note "subspace benchmarks|FAIL|see bench_subspace.log"
+  fi
+else
+  note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
 fi
 
 # the host AVX-512 paths against the reference, where this machine's CPU has AVX-512 (the
 # development VM has none: there the test is built and skipped)
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-if cmake --build build-gpu -j "$(nproc)" --target test_host_simd_avx512 >>"$out/build.log" 2>&1; then
+if ! have 60; then
+  note "host AVX-512 tests|skip|out of time"
+elif cmake --build build-gpu -j "$(nproc)" --target test_host_simd_avx512 >>"$out/build.log" 2>&1; then
   timeout 300 build-gpu/bin/test_host_simd_avx512 >"$out/host-avx512.log" 2>&1
   case $? in
     0) note "host AVX-512 tests|pass|$cpu: $(grep -E 'All tests passed' "$out/host-avx512.log" | tail -1)" ;;
@@ -102,6 +142,8 @@ fi
 # has AVX-512, never timed on the development VMs), beside memcpy in the same run
 if ! grep -q avx512bw /proc/cpuinfo; then
   note "host AVX-512 rANS speed|skip|$cpu has no AVX-512"
+elif ! have 90; then
+  note "host AVX-512 rANS speed|skip|out of time"
 elif cmake -S . -B build-host -G Ninja -DCMAKE_BUILD_TYPE=Release -DZIPCCL_ENABLE_CUDA=OFF -DZIPCCL_NATIVE=ON \
        -DZIPCCL_BUILD_TESTS=OFF -DZIPCCL_BUILD_EXAMPLES=OFF -DZIPCCL_BUILD_BENCHMARKS=ON "${prefix[@]}" \
        >>"$out/configure.log" 2>&1 &&
@@ -122,8 +164,9 @@ fi
 for tool in memcheck racecheck initcheck synccheck; do
   # Catch2 splits test names at commas: the early-exit case is selected by its tag
   for case in "device compress and decompress under CUDA graph capture" "[sanitize]" "[rans]"; do
+    have 45 || { note "sanitizer $tool ($case)|skip|out of time"; continue; }
     tag=$([ "$case" = "[sanitize]" ] && echo early-exit || { [ "$case" = "[rans]" ] && echo rans || echo graph; })
-    if timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
+    if timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
         "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1 &&
         ! grep -q "No test cases matched" "$out/sanitizer-$tool-$tag.log"; then
       note "sanitizer $tool ($tag)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
@@ -145,30 +188,13 @@ if [ -x build-gpu/bin/zipccl_cuda_fused_sum ]; then
     note "example fused sum|FAIL|see fused_sum.log"
 fi
 # the subspace codec's small error case (bad token ids must not reach outside the buffers)
-if [ -x build-gpu/bin/test_cuda_subspace ]; then
+if [ -x build-gpu/bin/test_cuda_subspace ] && have 45; then
   if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/test_cuda_subspace \
       "[sanitize]" >"$out/sanitizer-subspace.log" 2>&1 && ! grep -q "No test cases matched" "$out/sanitizer-subspace.log"; then
     note "memcheck (subspace)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-subspace.log" | tail -1)"
   else
     note "memcheck (subspace)|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-subspace.log" | tail -1)"
   fi
-fi
-
-# benchmarks
-if [ $bench_built = 1 ]; then
-  timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
-    >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
-  timeout 200 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
-    --speeds-out="$out/device-speeds.txt" \
-    --benchmark_out="$out/bench_collectives.json" --benchmark_out_format=json >"$out/bench_collectives.log" 2>&1 &&
-    note "collective benchmarks|ran|bench_collectives.log" || note "collective benchmarks|FAIL|see bench_collectives.log"
-  if [ -x build-gpu/bin/bench_cuda_subspace ]; then
-    timeout 120 build-gpu/bin/bench_cuda_subspace --benchmark_counters_tabular=true \
-      --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$out/bench_subspace.log" 2>&1 &&
-      note "subspace benchmarks|ran|bench_subspace.log" || note "subspace benchmarks|FAIL|see bench_subspace.log"
-  fi
-else
-  note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
 fi
 
 echo

@@ -3,11 +3,19 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
+
+#include <zipccl/error.hpp>
 
 namespace zipccl::testing {
 
@@ -33,11 +41,72 @@ struct device_buffer {
   }
 };
 
+// Ends the process with a report when its scope lasts longer than `seconds`: a gpu test that
+// stalls (a spinning wait never released, a host thread stuck in a CUDA call) then says what it
+// was doing, instead of hanging until ctest kills it without a word. `what` names the case; `dump`
+// (optional) adds what it can read of the device, in a thread of its own that gets 5 seconds,
+// since it may block on the stalled context itself.
+class watchdog {
+ public:
+  watchdog(double seconds, std::string what, std::function<std::string()> dump = {})
+      : thread_([this, seconds, what = std::move(what), dump = std::move(dump)] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) return;
+          std::fprintf(stderr, "watchdog: %s: not done after %.0f s\n", what.c_str(), seconds);
+          std::fflush(stderr);
+          if (dump) {
+            std::thread([dump] {
+              const std::string d = dump();
+              std::fprintf(stderr, "watchdog: %s\n", d.c_str());
+              std::fflush(stderr);
+              std::_Exit(70);
+            }).detach();
+            std::this_thread::sleep_for(std::chrono::seconds(5));
+            std::fprintf(stderr, "watchdog: the device could not be read (the context is blocked)\n");
+          }
+          std::fflush(stderr);
+          std::_Exit(70);
+        }) {}
+  ~watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // (last: starts once the members above exist)
+};
+
+// A cuda_local world's message slots that are not idle, in words, for a watchdog's dump.
+template <class World>
+std::string pending_slots_of(World& world) {
+  std::vector<typename World::slot_view> v;
+  if (world.pending_slots(v) != zipccl::status::success) return "pending slots: the mailboxes could not be read";
+  std::string s = "pending slots (src->dst #index state bytes; 1 posted, 2 taken, 3 copied, 4 withdrawn):";
+  if (v.empty()) s += " none";
+  for (const auto& x : v)
+    s += " " + std::to_string(x.src) + "->" + std::to_string(x.dst) + " #" + std::to_string(x.index) + " " +
+         std::to_string(x.state) + " " + std::to_string(x.bytes) + ";";
+  return s;
+}
+
 // Runs the Catch2 session, or exits with 77 (ctest's skip code here) when there is no GPU. Asks
 // for 32 hardware queues per GPU before the first CUDA call (unless the environment says
 // otherwise), so that transport::cuda_local can hold up to 32 ranks on one GPU.
 inline int run_gpu_tests(int argc, char** argv) {
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  // transport::cuda_local's waits spin until another stream's kernel releases them; a kernel's
+  // lazy load may wait for the whole context (see cuda_local.cuh): load every kernel up front
+  // unless the environment asks otherwise (gpu-check.sh also runs the transport test lazily)
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: skipped\n");

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <zipccl/collective.hpp>
@@ -127,6 +128,13 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
                                                              bool mixed = false) {
   using T = typename Codec::bits_type;
   g.world = &world;
+  static const char* const names[] = {"all_gather", "reduce_scatter", "all_reduce"};
+  const testing::watchdog guard(
+      90,
+      std::string(names[which]) + " on " + std::to_string(n) + " ranks, count " + std::to_string(count) +
+          (mixed ? ", mixed lanes" : pipelined ? ", pipelined" : ", one stream") +
+          (std::is_same_v<Strategy, strategy::never> ? ", plain" : ", compressed"),
+      [&] { return testing::pending_slots_of(world); });
   const std::uint64_t in_count = which == 1 ? count * static_cast<std::uint64_t>(n) : count;
   const std::uint64_t out_count = which == 0 ? count * static_cast<std::uint64_t>(n) : count;
   const std::uint64_t ws_bytes = which == 0   ? zipccl::cuda::all_gather_workspace<Codec, Strategy>(count, n, opt)

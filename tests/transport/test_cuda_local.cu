@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,9 @@ TEST_CASE("cuda_local: ring steps deliver every byte, one host thread per rank",
       cuda_local_world world(n);
       std::vector<std::unique_ptr<rank_state>> st;
       for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+      const testing::watchdog guard(30, "ring steps on " + std::to_string(n) + " ranks of " + std::to_string(bytes) +
+                                            " bytes, one host thread per rank",
+                                    [&] { return testing::pending_slots_of(world); });
       std::vector<status> got(static_cast<std::size_t>(n), status::success);
       std::vector<std::thread> threads;
       for (int r = 0; r < n; ++r)
@@ -84,6 +88,8 @@ TEST_CASE("cuda_local: one host thread can drive every rank", "[gpu][cuda_local]
   cuda_local_world world(n);
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+  const testing::watchdog guard(30, "ring step on 4 ranks, one host thread for all",
+                                [&] { return testing::pending_slots_of(world); });
   for (int r = 0; r < n; ++r) REQUIRE(ring_step(world.rank(r), *st[r], bytes) == status::success);
   for (int r = 0; r < n; ++r) REQUIRE(cudaStreamSynchronize(st[r]->stream) == cudaSuccess);
   for (int r = 0; r < n; ++r) CHECK(st[r]->in.get(bytes) == expected_from((r + n - 1) % n, bytes));
@@ -94,6 +100,7 @@ TEST_CASE("cuda_local: a size that differs ends every rank with an error, never 
   cuda_local_world world(n);
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(4096, r));
+  const testing::watchdog guard(30, "a size that differs", [&] { return testing::pending_slots_of(world); });
   for (int r = 0; r < n; ++r) {
     auto& t = world.rank(r);
     REQUIRE(t.group_start() == status::success);

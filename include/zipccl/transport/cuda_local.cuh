@@ -23,6 +23,15 @@
 // under way finishes, and its sender waits for it, so no buffer is read after its owner moved
 // on), async_error() reports the error on every rank, and the world is spent until reset().
 //
+// Forward progress: a wait spins until a kernel of another stream (or the host's abort) releases
+// it, so the ranks' kernels must run side by side, which CUDA allows but does not promise. Two
+// things that serialise them are avoided: a shared hardware queue (below) and a kernel's lazy
+// load, which may wait for the whole context (the world loads its own kernels when it is made;
+// kernels that the caller launches between transport calls, e.g. the codecs', still load on
+// their first launch and may wait the same way: to be safe, set CUDA_MODULE_LOADING=EAGER before
+// the first CUDA call, as the gpu tests do). A world that stalls anyway can be inspected with pending_slots()
+// (which messages are posted, taken, copied) and ended with abort().
+//
 // Streams: each rank's calls go to a non-blocking stream (world.stream(r), or the caller's own;
 // the legacy default stream and blocking streams are refused, as a device-synchronising host
 // call would then wait for a rank that waits for a rank not yet enqueued). A receive blocked at
@@ -54,6 +63,7 @@
 
 #include <cstdint>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -198,6 +208,18 @@ __global__ void wait_kernel(mailbox* mb, const int* abort) {
       return;
     __nanosleep(200);
   }
+}
+
+// Loads the transport's kernels on the current device (cudaFuncGetAttributes loads a kernel that
+// lazy loading has not loaded yet).
+inline cudaError_t preload() {
+  cudaFuncAttributes a{};
+  cudaError_t e = cudaFuncGetAttributes(&a, post_kernel<>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, take_kernel<>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, copy_kernel<>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, finish_kernel<>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, wait_kernel<>);
+  return e;
 }
 
 // Makes `device` current for its lifetime, then restores the caller's device.
@@ -366,6 +388,16 @@ class cuda_local_world {
       }
       transfer_streams_.push_back(st);
     }
+    // Under lazy loading (CUDA's default since 12.2) a kernel's first launch loads it, and a load
+    // may wait for the whole context, spinning waits included: a rank's first post would then wait
+    // for a receive that waits for that post. Load the world's kernels on each GPU now.
+    for (int d : devices) {
+      const cuda_local_detail::device_scope on(d);
+      if (!on.ok() || cuda_local_detail::preload() != cudaSuccess) {
+        release();
+        throw error(status::cuda_error, "cuda_local_world: loading the transport's kernels");
+      }
+    }
   }
   cuda_local_world(const cuda_local_world&) = delete;
   cuda_local_world& operator=(const cuda_local_world&) = delete;
@@ -388,6 +420,46 @@ class cuda_local_world {
     return transfer_streams_.empty() ? nullptr : transfer_streams_.at(static_cast<std::size_t>(r));
   }
   const link_model& link() const { return link_; }
+
+  // For the diagnosis of a world that stalls: every message slot that is not idle (src -> dst,
+  // its index on the link, state: 1 posted, 2 taken, 3 copied, 4 withdrawn; bytes as posted),
+  // read on a stream of its own while the ranks' work may still wait. cuda_error when the read
+  // fails or does not end within `timeout_seconds`.
+  struct slot_view {
+    int src, dst;
+    std::uint32_t index;
+    unsigned int state;
+    std::uint64_t bytes;
+  };
+  status pending_slots(std::vector<slot_view>& out, double timeout_seconds = 2.0) {
+    out.clear();
+    const cuda_local_detail::device_scope on(home_);
+    const std::size_t boxes = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_) * slots_;
+    // pinned, and kept until the world ends: a read that times out may still land there
+    if (!on.ok()) return status::cuda_error;
+    if (diag_ == nullptr) {
+      void* h = nullptr;
+      if (cudaHostAlloc(&h, boxes * sizeof(cuda_local_detail::mailbox), cudaHostAllocDefault) != cudaSuccess)
+        return status::cuda_error;
+      diag_ = static_cast<cuda_local_detail::mailbox*>(h);
+      if (cudaStreamCreateWithFlags(&diag_stream_, cudaStreamNonBlocking) != cudaSuccess) {
+        diag_stream_ = nullptr;
+        return status::cuda_error;
+      }
+    }
+    cudaError_t e = cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox), cudaMemcpyDeviceToHost,
+                                    diag_stream_);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+    while (e == cudaSuccess && (e = cudaStreamQuery(diag_stream_)) == cudaErrorNotReady)
+      if (std::chrono::steady_clock::now() > until) return status::cuda_error;
+    if (e != cudaSuccess) return status::cuda_error;
+    for (std::size_t i = 0; i < boxes; ++i)
+      if (diag_[i].state != cuda_local_detail::slot_idle)
+        out.push_back(slot_view{static_cast<int>(i / slots_ / static_cast<std::size_t>(n_)),
+                                static_cast<int>(i / slots_ % static_cast<std::size_t>(n_)),
+                                static_cast<std::uint32_t>(i % slots_), diag_[i].state, diag_[i].bytes});
+    return status::success;
+  }
 
   // success, or the error that ended the world (any rank's abort, a mismatched size).
   status error_state() const { return static_cast<status>(*static_cast<const volatile int*>(abort_)); }
@@ -428,8 +500,12 @@ class cuda_local_world {
     transfer_streams_.clear();
     if (base_) (void)cudaFree(base_);
     if (abort_) (void)cudaFreeHost(abort_);
+    if (diag_stream_) (void)cudaStreamDestroy(diag_stream_);
+    if (diag_) (void)cudaFreeHost(diag_);
     base_ = nullptr;
     abort_ = nullptr;
+    diag_stream_ = nullptr;
+    diag_ = nullptr;
   }
   cuda_local_detail::mailbox* slot(int src, int dst, std::uint64_t seq) {
     const std::size_t link = static_cast<std::size_t>(src) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(dst);
@@ -447,6 +523,8 @@ class cuda_local_world {
   std::vector<cudaStream_t> streams_, transfer_streams_;
   unsigned char* base_ = nullptr;
   int* abort_ = nullptr;
+  cuda_local_detail::mailbox* diag_ = nullptr;  // pending_slots()'s pinned copy of the mailboxes
+  cudaStream_t diag_stream_ = nullptr;
   cuda_local_detail::link_clock* clocks_ = nullptr;
   cuda_local_detail::mailbox* boxes_ = nullptr;
   std::vector<std::unique_ptr<cuda_local_transport>> ranks_;
