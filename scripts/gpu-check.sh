@@ -2,7 +2,8 @@
 # The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
 #   1. builds the device tests and benchmarks for that GPU's architecture;
 #   2. runs the gpu-labelled tests;
-#   3. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy);
+#   3. runs the GPU benchmarks (sizes 1 MiB to 1 GiB, beside a device-to-device copy), and
+#      profiles one launch of the rANS decode and encode kernels with Nsight Compute;
 #   4. runs the host AVX-512 tests (and the host rANS benchmark) where the CPU has AVX-512;
 #   5. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
 #   6. prints a short summary table last.
@@ -36,6 +37,11 @@ fi
 
 out=${OUT:-build-gpu/out}
 mkdir -p "$out"
+marker=$(mktemp)  # the files written after it are this run's (packed at the end)
+# transport::cuda_local's waits spin until another stream's kernel releases them, and a kernel's
+# lazy load may wait for the whole context (cuda_local.cuh): the benchmarks and examples that run
+# it load every kernel up front, as the tests do (one step below runs the transport test lazily)
+export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 start=$(date +%s)
 summary=()
 # each result is printed as it comes too, so that a run stopped at the lease's limit still says
@@ -44,6 +50,7 @@ note() { summary+=("$1"); echo "gpu-check [$(elapsed)] $1"; }
 elapsed() { echo $(( $(date +%s) - start ))s; }
 # the later, optional steps are skipped when fewer than N seconds of the budget are left
 budget=${GPU_CHECK_BUDGET:-480}
+case $budget in '' | *[!0-9]*) echo "gpu-check: GPU_CHECK_BUDGET must be a number of seconds"; exit 1 ;; esac
 have() { [ $(( $(date +%s) - start + $1 )) -le "$budget" ]; }
 
 gpu=$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null | head -1)
@@ -100,10 +107,36 @@ if have 60; then
   fi
 fi
 
+# what bounds the device rANS kernels (74 GB/s of bf16 decode on an H200 on 2026-12-04, against a
+# 500 GB/s goal): one launch of each, profiled by Nsight Compute (clocks left as they are)
+if [ $bench_built = 1 ] && ! command -v ncu >/dev/null; then
+  note "ncu bf16 entropy|skip|ncu not found"
+elif [ $bench_built = 1 ]; then
+  for dir in decompress compress; do
+    kernel=$([ $dir = decompress ] && echo decode_kernel || echo encode_kernel)
+    if ! have 150; then note "ncu bf16 entropy $dir|skip|out of time"; continue; fi
+    timeout 120 ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section SchedulerStats --section MemoryWorkloadAnalysis \
+      build-gpu/bin/bench_cuda_codec --benchmark_filter="^bf16/entropy/$dir/256" >"$out/ncu-$dir.txt" 2>&1
+    if [ $? = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$out/ncu-$dir.txt"; then
+      note "ncu bf16 entropy $dir|ran|$(grep -E 'Achieved Occupancy|Duration' "$out/ncu-$dir.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
+    else
+      note "ncu bf16 entropy $dir|FAIL|$(grep -m1 -E '==ERROR==|No kernels' "$out/ncu-$dir.txt" | cut -c1-160)"
+    fi
+  done
+fi
+
 # benchmarks
 if [ $bench_built = 1 ]; then
-  timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
-    >"$out/bench.log" 2>&1 && note "benchmarks|ran|bench_cuda.json" || note "benchmarks|FAIL|see bench.log"
+  if ! have 150; then
+    note "benchmarks|skip|out of time"
+  elif timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
+      >"$out/bench.log" 2>&1; then
+    note "benchmarks|ran|bench_cuda.json"
+  else
+    note "benchmarks|FAIL|see bench.log"
+  fi
   if ! have 150; then
     note "collective benchmarks|skip|out of time"
   elif timeout 200 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
@@ -164,8 +197,8 @@ fi
 for tool in memcheck racecheck initcheck synccheck; do
   # Catch2 splits test names at commas: the early-exit case is selected by its tag
   for case in "device compress and decompress under CUDA graph capture" "[sanitize]" "[rans]"; do
-    have 45 || { note "sanitizer $tool ($case)|skip|out of time"; continue; }
     tag=$([ "$case" = "[sanitize]" ] && echo early-exit || { [ "$case" = "[rans]" ] && echo rans || echo graph; })
+    have 45 || { note "sanitizer $tool ($tag)|skip|out of time"; continue; }
     if timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
         "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1 &&
         ! grep -q "No test cases matched" "$out/sanitizer-$tool-$tag.log"; then
@@ -218,3 +251,15 @@ if [ -f "$out/bench_subspace.log" ]; then
   echo
   grep -E "^(bm_|Benchmark|-)" "$out/bench_subspace.log" | head -40
 fi
+# The device tool brings back at most 8 files of $OUT: this run's files go into one archive,
+# the ctest log and the codec benchmark's JSON stay beside it
+if [ -n "${OUT:-}" ]; then
+  mapfile -t mine < <(cd "$out" && find . -maxdepth 1 -type f -newer "$marker" ! -name all-logs.tgz)
+  if [ ${#mine[@]} -gt 0 ] && (cd "$out" && tar czf all-logs.tgz -- "${mine[@]}"); then
+    for f in "${mine[@]}"; do
+      case $f in ./ctest.log | ./bench_cuda.json) ;; *) rm -f -- "$out/$f" ;; esac
+    done
+    echo "logs: $out/all-logs.tgz"
+  fi
+fi
+rm -f "$marker"

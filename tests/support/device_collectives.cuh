@@ -66,11 +66,22 @@ struct ranks_on_gpu {
     ws.clear();
     for (int r = 0; r < n; ++r) ws.emplace_back(new testing::device_buffer<std::uint8_t>(bytes ? bytes : 1));
   }
-  // Waits for every stream, at most `seconds`: a hang is a failure, not a stuck test.
-  bool finish(double seconds = 60) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  // Waits for every stream, at most `seconds`: a hang is a failure, not a stuck test. On a
+  // stall, the world's pending slots go to the failure's report, and the world is ended (its
+  // waits return), so that the test can unwind and the next case run.
+  bool finish(double seconds = 30) {
     std::vector<cudaStream_t> all = streams;
     for (auto& p : pipes) all.push_back(p->transfer_stream());
+    if (drained(all, seconds)) return true;
+    if (world != nullptr) {
+      UNSCOPED_INFO("stalled; " << testing::pending_slots_of(*world));
+      world->abort(status::peer_failed);
+      if (!drained(all, 10)) UNSCOPED_INFO("the streams did not drain after the world's abort");
+    }
+    return false;
+  }
+  static bool drained(const std::vector<cudaStream_t>& all, double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     for (auto& s : all) {
       cudaError_t e;
       while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
@@ -130,7 +141,7 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
   g.world = &world;
   static const char* const names[] = {"all_gather", "reduce_scatter", "all_reduce"};
   const testing::watchdog guard(
-      90,
+      60,
       std::string(names[which]) + " on " + std::to_string(n) + " ranks, count " + std::to_string(count) +
           (mixed ? ", mixed lanes" : pipelined ? ", pipelined" : ", one stream") +
           (std::is_same_v<Strategy, strategy::never> ? ", plain" : ", compressed"),

@@ -57,9 +57,10 @@ TEST_CASE("cuda_local: ring steps deliver every byte, one host thread per rank",
   for (int n : {1, 2, 3, 4, 8}) {
     for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{4097}, std::size_t{3} << 20}) {
       INFO(n << " ranks, " << bytes << " bytes");
-      cuda_local_world world(n);
+      // the ranks' buffers outlive the world, whose end releases any wait before they are freed
       std::vector<std::unique_ptr<rank_state>> st;
       for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+      cuda_local_world world(n);
       const testing::watchdog guard(30, "ring steps on " + std::to_string(n) + " ranks of " + std::to_string(bytes) +
                                             " bytes, one host thread per rank",
                                     [&] { return testing::pending_slots_of(world); });
@@ -85,9 +86,10 @@ TEST_CASE("cuda_local: ring steps deliver every byte, one host thread per rank",
 TEST_CASE("cuda_local: one host thread can drive every rank", "[gpu][cuda_local]") {
   const int n = 4;
   const std::size_t bytes = 1 << 16;
-  cuda_local_world world(n);
+  // the ranks' buffers outlive the world, whose end releases any wait before they are freed
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+  cuda_local_world world(n);
   const testing::watchdog guard(30, "ring step on 4 ranks, one host thread for all",
                                 [&] { return testing::pending_slots_of(world); });
   for (int r = 0; r < n; ++r) REQUIRE(ring_step(world.rank(r), *st[r], bytes) == status::success);
@@ -97,9 +99,10 @@ TEST_CASE("cuda_local: one host thread can drive every rank", "[gpu][cuda_local]
 
 TEST_CASE("cuda_local: a size that differs ends every rank with an error, never a hang", "[gpu][cuda_local]") {
   const int n = 3;
-  cuda_local_world world(n);
+  // the ranks' buffers outlive the world, whose end releases any wait before they are freed
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(4096, r));
+  cuda_local_world world(n);
   const testing::watchdog guard(30, "a size that differs", [&] { return testing::pending_slots_of(world); });
   for (int r = 0; r < n; ++r) {
     auto& t = world.rank(r);
@@ -180,9 +183,10 @@ TEST_CASE("cuda_local: the link model holds a transfer for its time", "[gpu][cud
 TEST_CASE("cuda_local: each rank's steps captured in a graph replay 100 times", "[gpu][cuda_local]") {
   const int n = 3;
   const std::size_t bytes = 1 << 14;
-  cuda_local_world world(n);
+  // the ranks' buffers outlive the world, whose end releases any wait before they are freed
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
+  cuda_local_world world(n);
   std::vector<cudaGraphExec_t> exec(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     cudaGraph_t g;

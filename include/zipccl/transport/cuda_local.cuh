@@ -25,12 +25,13 @@
 //
 // Forward progress: a wait spins until a kernel of another stream (or the host's abort) releases
 // it, so the ranks' kernels must run side by side, which CUDA allows but does not promise. Two
-// things that serialise them are avoided: a shared hardware queue (below) and a kernel's lazy
+// things that serialise them: a shared hardware queue (the world assumes, below, that the
+// runtime's undocumented mapping gives its streams queues of their own) and a kernel's lazy
 // load, which may wait for the whole context (the world loads its own kernels when it is made;
 // kernels that the caller launches between transport calls, e.g. the codecs', still load on
 // their first launch and may wait the same way: to be safe, set CUDA_MODULE_LOADING=EAGER before
-// the first CUDA call, as the gpu tests do). A world that stalls anyway can be inspected with pending_slots()
-// (which messages are posted, taken, copied) and ended with abort().
+// the first CUDA call, as the gpu tests do). A world that stalls anyway can be inspected with
+// pending_slots() (which messages are posted, taken, copied) and ended with abort().
 //
 // Streams: each rank's calls go to a non-blocking stream (world.stream(r), or the caller's own;
 // the legacy default stream and blocking streams are refused, as a device-synchronising host
@@ -388,6 +389,24 @@ class cuda_local_world {
       }
       transfer_streams_.push_back(st);
     }
+    // pending_slots()'s stream and pinned copy of the mailboxes, made now: a page-locked
+    // allocation can wait for the device, which is what a stalled world's diagnosis cannot do.
+    // (Created after the ranks' streams, the stream gets a queue of its own unless they took all.)
+    {
+      const cuda_local_detail::device_scope on(home_);
+      void* h = nullptr;
+      if (!on.ok() || cudaStreamCreateWithFlags(&diag_stream_, cudaStreamNonBlocking) != cudaSuccess) {
+        diag_stream_ = nullptr;
+        release();
+        throw error(status::cuda_error, "cuda_local_world: cudaStreamCreateWithFlags");
+      }
+      if (cudaHostAlloc(&h, links * opt.slots * sizeof(cuda_local_detail::mailbox), cudaHostAllocDefault) !=
+          cudaSuccess) {
+        release();
+        throw error(status::cuda_error, "cuda_local_world: cudaHostAlloc of the mailboxes' copy");
+      }
+      diag_ = static_cast<cuda_local_detail::mailbox*>(h);
+    }
     // Under lazy loading (CUDA's default since 12.2) a kernel's first launch loads it, and a load
     // may wait for the whole context, spinning waits included: a rank's first post would then wait
     // for a receive that waits for that post. Load the world's kernels on each GPU now.
@@ -423,8 +442,10 @@ class cuda_local_world {
 
   // For the diagnosis of a world that stalls: every message slot that is not idle (src -> dst,
   // its index on the link, state: 1 posted, 2 taken, 3 copied, 4 withdrawn; bytes as posted),
-  // read on a stream of its own while the ranks' work may still wait. cuda_error when the read
-  // fails or does not end within `timeout_seconds`.
+  // read on a stream of the world's own while the ranks' work may still wait: a snapshot, not
+  // atomic across slots. cuda_error when the read fails or does not end within
+  // `timeout_seconds` (where the ranks' streams take every hardware queue, the read shares one
+  // and may wait behind a stalled rank). One host thread at a time.
   struct slot_view {
     int src, dst;
     std::uint32_t index;
@@ -435,18 +456,7 @@ class cuda_local_world {
     out.clear();
     const cuda_local_detail::device_scope on(home_);
     const std::size_t boxes = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_) * slots_;
-    // pinned, and kept until the world ends: a read that times out may still land there
     if (!on.ok()) return status::cuda_error;
-    if (diag_ == nullptr) {
-      void* h = nullptr;
-      if (cudaHostAlloc(&h, boxes * sizeof(cuda_local_detail::mailbox), cudaHostAllocDefault) != cudaSuccess)
-        return status::cuda_error;
-      diag_ = static_cast<cuda_local_detail::mailbox*>(h);
-      if (cudaStreamCreateWithFlags(&diag_stream_, cudaStreamNonBlocking) != cudaSuccess) {
-        diag_stream_ = nullptr;
-        return status::cuda_error;
-      }
-    }
     cudaError_t e = cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox), cudaMemcpyDeviceToHost,
                                     diag_stream_);
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
@@ -500,7 +510,10 @@ class cuda_local_world {
     transfer_streams_.clear();
     if (base_) (void)cudaFree(base_);
     if (abort_) (void)cudaFreeHost(abort_);
-    if (diag_stream_) (void)cudaStreamDestroy(diag_stream_);
+    if (diag_stream_) {  // (a read that timed out lands before its buffer goes)
+      (void)cudaStreamSynchronize(diag_stream_);
+      (void)cudaStreamDestroy(diag_stream_);
+    }
     if (diag_) (void)cudaFreeHost(diag_);
     base_ = nullptr;
     abort_ = nullptr;
