@@ -53,7 +53,9 @@ void bm_copy(benchmark::State& state) {
   state.counters["read_plus_write_TBps"] = 2.0 * bytes / (ms / 1e3) / 1e12;
 }
 
-template <class Codec, bool Decompress>
+// DecodeTuning: the decompression's block size (the stream is always the default tuning's, 8,192-
+// element chunks; any tuning decodes it).
+template <class Codec, bool Decompress, class DecodeTuning = tuning>
 void bm_codec(benchmark::State& state) {
   using E = typename Codec::element_type;
   const std::size_t bytes = static_cast<std::size_t>(state.range(0)) << 20;
@@ -65,7 +67,8 @@ void bm_codec(benchmark::State& state) {
   std::size_t ct = 0, dt = 0;
   first_error err;
   err(zipccl::cuda::compress<Codec, tuning>(nullptr, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0));
-  err(zipccl::cuda::decompress<E, tuning>(nullptr, dt, out.p, cap, back.p, bytes, static_cast<zipccl::status*>(st.p), 0));
+  err(zipccl::cuda::decompress<E, DecodeTuning>(nullptr, dt, out.p, cap, back.p, bytes, static_cast<zipccl::status*>(st.p),
+                                                0));
   device_mem ctemp(ct), dtemp(dt);
   auto comp = [&] {
     err(zipccl::cuda::compress<Codec, tuning>(ctemp.p, ct, in.p, n, out.p, cap, static_cast<std::uint64_t*>(size.p), 0));
@@ -74,8 +77,8 @@ void bm_codec(benchmark::State& state) {
   std::uint64_t stream_bytes = 0;
   cudaMemcpy(&stream_bytes, size.p, 8, cudaMemcpyDeviceToHost);
   auto decomp = [&] {
-    err(zipccl::cuda::decompress<E, tuning>(dtemp.p, dt, out.p, stream_bytes, back.p, bytes,
-                                            static_cast<zipccl::status*>(st.p), 0));
+    err(zipccl::cuda::decompress<E, DecodeTuning>(dtemp.p, dt, out.p, stream_bytes, back.p, bytes,
+                                                  static_cast<zipccl::status*>(st.p), 0));
   };
   double ms = 0;
   for (auto _ : state) {
@@ -193,6 +196,17 @@ int main(int argc, char** argv) {
   register_codec<codec<bf16, codebook::entropy>>("bf16/entropy", one);
   register_codec<codec<fp16, codebook::entropy>>("fp16/entropy", one);
   register_codec<codec<fp32, codebook::entropy>>("fp32/entropy", one);
+  // The rANS decoder's block size: one warp of each block decodes a chunk, so smaller blocks put
+  // more decoding warps on an SM (at 256 threads, 57 registers a thread allow 4 blocks an SM on
+  // sm_90: PERFORMANCE.md, "Device executor")
+  for (long mib : {4L, 256L}) {
+    benchmark::RegisterBenchmark("bf16/entropy/decompress_threads64",
+                                 bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<64, 32>>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+    benchmark::RegisterBenchmark("bf16/entropy/decompress_threads128",
+                                 bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<128, 32>>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  }
   for (long mib : {64L, 256L}) {
     benchmark::RegisterBenchmark("bucket_1000x4KiB_plus_large/compress", bm_bucket<false>)
         ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);

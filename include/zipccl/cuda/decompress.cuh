@@ -50,7 +50,9 @@ inline decode_temp carve_decode_temp(std::uint8_t* base, std::uint32_t count) {
 }
 
 // Validation, the flat chunk prefix (batches), then the decode grid: as many blocks as the
-// inputs could hold chunks, at most a few per SM.
+// inputs could hold chunks, at most as many as the SMs hold at once (the occupancy calculator's
+// count for this kernel: its registers or shared memory, not a fixed number, bound it; each
+// block's one rANS decoding warp makes that count the decoder's parallelism).
 template <class E, class Tuning>
 status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t stream, const char* call) {
   status s = launch(call, dim3(1, b.count), dim3(256), stream, validate_kernel<E, 256>, b);
@@ -67,7 +69,11 @@ status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t s
   // every chunk takes at least its directory entry and a chunk header
   const std::uint64_t per_tensor = max_in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
   const std::uint64_t chunks_bound = per_tensor > ~0ull / b.count ? ~0ull : per_tensor * b.count;
-  const std::uint64_t wave = 8ull * static_cast<unsigned>(sms);
+  int per_sm = 0;
+  s = check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<E, Tuning::threads>, Tuning::threads, 0),
+            call);
+  if (s != status::success) return s;
+  const std::uint64_t wave = static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1) * static_cast<unsigned>(sms);
   const std::uint64_t blocks = chunks_bound < wave ? chunks_bound : wave;
   return launch(call, dim3(static_cast<unsigned>(blocks)), dim3(Tuning::threads), stream,
                 decode_kernel<E, Tuning::threads>, b);
