@@ -89,6 +89,13 @@ void bm_codec(benchmark::State& state) {
   zipccl::status s = zipccl::status::corrupt;
   cudaMemcpy(&s, st.p, sizeof(s), cudaMemcpyDeviceToHost);
   if (Decompress && s != zipccl::status::success) return state.SkipWithError(zipccl::to_string(s));
+  // the decoded bytes are the input's (a fast row that decodes wrongly is no figure)
+  if (Decompress) {
+    std::vector<unsigned char> a(bytes), b(bytes);
+    cudaMemcpy(a.data(), in.p, bytes, cudaMemcpyDeviceToHost);
+    cudaMemcpy(b.data(), back.p, bytes, cudaMemcpyDeviceToHost);
+    if (a != b) return state.SkipWithError("decoded bytes differ from the input");
+  }
   if (cudaGetLastError() != cudaSuccess) return state.SkipWithError("CUDA error");
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
   state.counters["ratio"] = static_cast<double>(bytes) / static_cast<double>(stream_bytes);

@@ -56,8 +56,9 @@ std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, 
   return out.get(bytes);
 }
 
-// Decodes a stream on the device; returns the status and fills `back` (n elements).
-template <class E>
+// Decodes a stream on the device with blocks of tuning T; returns the status and fills `back` (n
+// elements).
+template <class E, class T = tuning>
 status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t len, std::uint64_t n,
                          std::vector<std::uint8_t>* back) {
   const std::size_t out_bytes = n * sizeof(typename E::bits_type);
@@ -68,9 +69,9 @@ status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t le
   in.put(stream.data(), stream.size());
   CUDA_OK(cudaMemset(out.p, 0xEE, out_bytes + 256));
   std::size_t temp_bytes = 0;
-  REQUIRE(zipccl::cuda::decompress<E, tuning>(nullptr, temp_bytes, in.p, len, out.p, out_bytes, st.p, 0) == status::success);
+  REQUIRE(zipccl::cuda::decompress<E, T>(nullptr, temp_bytes, in.p, len, out.p, out_bytes, st.p, 0) == status::success);
   device_buffer<std::uint8_t> temp(temp_bytes);
-  REQUIRE(zipccl::cuda::decompress<E, tuning>(temp.p, temp_bytes, in.p, len, out.p, out_bytes, st.p, 0, count.p) ==
+  REQUIRE(zipccl::cuda::decompress<E, T>(temp.p, temp_bytes, in.p, len, out.p, out_bytes, st.p, 0, count.p) ==
           status::success);
   CUDA_OK(cudaDeviceSynchronize());
   const auto all = out.get(out_bytes + 256);
@@ -279,6 +280,84 @@ TEMPLATE_TEST_CASE("rANS zero symbols: the device writes and reads the host's by
         if (d == status::success && h == status::success) CHECK(back == ref);
       }
     }
+}
+
+// A stream decodes with any tuning's blocks (bench_cuda_codec times the rANS decoder with blocks
+// of 64 and 128 threads): the default tuning's streams (8,192-element chunks) through blocks of
+// 64 and 128 threads, every policy, with stored chunks, zero groups, rANS zero symbols and
+// checksums, damaged bytes (the host's status and values), and one batch.
+template <class E, class T>
+void decodes_with_blocks_of(const std::vector<std::uint8_t>& s, std::uint64_t n, const void* want) {
+  std::vector<std::uint8_t> back, ref(n * sizeof(typename E::bits_type));
+  REQUIRE(device_decompress<E, T>(s, s.size(), n, &back) == status::success);
+  REQUIRE((n == 0 || std::memcmp(back.data(), want, back.size()) == 0));
+  std::mt19937_64 rng(T::threads + s.size());
+  for (int trial = 0; trial < 24; ++trial) {
+    auto bad = s;
+    bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    if (trial % 2 == 0) testing::repair_hashes(bad);
+    const status h = host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size());
+    INFO("trial " << trial << " host " << to_string(h));
+    const status d = device_decompress<E, T>(bad, bad.size(), n, &back);
+    CHECK(d == h);
+    if (d == status::success && h == status::success) CHECK(back == ref);
+  }
+}
+
+TEMPLATE_LIST_TEST_CASE("decoder blocks of 64 and 128 threads decode the default tuning's streams", "[gpu][tuning]",
+                        testing::host_codecs) {
+  using E = typename TestType::element_type;
+  using bits_type = typename TestType::bits_type;
+  using t64 = zipccl::cuda::tuning<64, 32>;
+  using t128 = zipccl::cuda::tuning<128, 32>;
+  const std::uint64_t n = 5 * chunk + 77;
+  std::vector<std::vector<bits_type>> inputs;
+  inputs.push_back(testing::make_tensor<E>(n, 0.02, testing::distribution::student_t, 91));
+  const auto noise = testing::random_bits<E>(chunk, 92);  // one stored chunk
+  std::copy(noise.begin(), noise.end(), inputs.back().begin() + chunk);
+  inputs.push_back(testing::make_tensor<E>(n, 0.02, testing::distribution::gaussian, 93));
+  std::fill(inputs.back().begin() + 2 * chunk, inputs.back().begin() + 2 * chunk + 4096, bits_type(0));  // zero groups
+  if constexpr (codebook::is_entropy_v<typename TestType::codebook_type>)
+    inputs.push_back(testing::make_element_sparse<E>(n, 0.6, 0.5, 1e-3, 94));  // zero symbols
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    for (bool checksum : {false, true}) {
+      INFO("input " << k << " checksum " << checksum);
+      const auto& v = inputs[k];
+      const auto policy = testing::policy_for<TestType>(v.data(), n);
+      host::compress_options opt;
+      opt.chunk_elems = chunk;
+      opt.checksum = checksum;
+      const auto s = host::compress<TestType>(v.data(), n, opt, policy);
+      if (k == 0) REQUIRE(testing::chunk_modes(s)[0] >= 1);
+      decodes_with_blocks_of<E, t64>(s, n, v.data());
+      decodes_with_blocks_of<E, t128>(s, n, v.data());
+    }
+  // a batch of two tensors through blocks of 64 threads
+  const auto& a = inputs[0];
+  const auto& b = inputs[1];
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  const auto sa = host::compress<TestType>(a.data(), n, opt, testing::policy_for<TestType>(a.data(), n));
+  const auto sb = host::compress<TestType>(b.data(), 1000, opt, testing::policy_for<TestType>(b.data(), 1000));
+  device_buffer<std::uint8_t> ia(sa.size()), ib(sb.size()), oa(n * sizeof(bits_type)), ob(1000 * sizeof(bits_type));
+  ia.put(sa.data(), sa.size());
+  ib.put(sb.data(), sb.size());
+  const std::vector<zipccl::cuda::decompress_item> items = {{ia.p, sa.size(), oa.p, oa.n}, {ib.p, sb.size(), ob.p, ob.n}};
+  device_buffer<zipccl::cuda::decompress_item> items_dev(items.size());
+  items_dev.put(items.data(), items.size());
+  device_buffer<status> st(items.size());
+  std::size_t temp_bytes = 0;
+  const std::uint64_t max_in = std::max(sa.size(), sb.size());
+  REQUIRE(zipccl::cuda::decompress_batch<E, t64>(nullptr, temp_bytes, items_dev.p, 2, max_in, st.p, 0) ==
+          status::success);
+  device_buffer<std::uint8_t> temp(temp_bytes);
+  REQUIRE(zipccl::cuda::decompress_batch<E, t64>(temp.p, temp_bytes, items_dev.p, 2, max_in, st.p, 0) == status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto statuses = st.get(2);
+  REQUIRE(statuses[0] == status::success);
+  REQUIRE(statuses[1] == status::success);
+  REQUIRE(std::memcmp(oa.get(oa.n).data(), a.data(), oa.n) == 0);
+  REQUIRE(std::memcmp(ob.get(ob.n).data(), b.data(), ob.n) == 0);
 }
 
 TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[gpu]", testing::all_codecs) {

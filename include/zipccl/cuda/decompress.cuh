@@ -55,26 +55,27 @@ inline decode_temp carve_decode_temp(std::uint8_t* base, std::uint32_t count) {
 // block's one rANS decoding warp makes that count the decoder's parallelism).
 template <class E, class Tuning>
 status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t stream, const char* call) {
-  status s = launch(call, dim3(1, b.count), dim3(256), stream, validate_kernel<E, 256>, b);
+  // the grid first: a query that fails then leaves nothing enqueued (no status written by a
+  // validation whose decode never ran, no partial graph under capture)
+  int device = 0, sms = 1, per_sm = 0;
+  status s = check(cudaGetDevice(&device), call);
+  if (s == status::success) s = check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call);
+  if (s == status::success)
+    s = check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<E, Tuning::threads>, Tuning::threads, 0),
+              call);
+  if (s != status::success) return s;
+  // every chunk takes at least its directory entry and a chunk header
+  const std::uint64_t per_tensor = max_in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
+  const std::uint64_t chunks_bound = per_tensor > ~0ull / b.count ? ~0ull : per_tensor * b.count;
+  const std::uint64_t wave = static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1) * static_cast<unsigned>(sms);
+  const std::uint64_t blocks = chunks_bound < wave ? chunks_bound : wave;
+  s = launch(call, dim3(1, b.count), dim3(256), stream, validate_kernel<E, 256>, b);
   if (s != status::success) return s;
   if (b.items != nullptr) {
     s = launch(call, dim3(1), dim3(prefix_threads), stream, prefix_kernel<validated_chunks>,
                validated_chunks{b.results, b.states}, b.count, b.chunk_prefix);
     if (s != status::success) return s;
   }
-  int device = 0, sms = 1;
-  s = check(cudaGetDevice(&device), call);
-  if (s == status::success) s = check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call);
-  if (s != status::success) return s;
-  // every chunk takes at least its directory entry and a chunk header
-  const std::uint64_t per_tensor = max_in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
-  const std::uint64_t chunks_bound = per_tensor > ~0ull / b.count ? ~0ull : per_tensor * b.count;
-  int per_sm = 0;
-  s = check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<E, Tuning::threads>, Tuning::threads, 0),
-            call);
-  if (s != status::success) return s;
-  const std::uint64_t wave = static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1) * static_cast<unsigned>(sms);
-  const std::uint64_t blocks = chunks_bound < wave ? chunks_bound : wave;
   return launch(call, dim3(static_cast<unsigned>(blocks)), dim3(Tuning::threads), stream,
                 decode_kernel<E, Tuning::threads>, b);
 }
