@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
 #   1. builds the device tests and benchmarks for that GPU's architecture;
-#   2. runs the codec's gpu-labelled tests, profiles one launch of the rANS decode and encode
-#      kernels with Nsight Compute and runs the codec's benchmark (sizes 1 MiB to 1 GiB, beside a
-#      device-to-device copy);
-#   3. runs the transport's and the collectives' gpu-labelled tests (which stalled on the first
-#      lease: after the codec's figures, within the budget) and their benchmarks;
+#   2. runs the gpu-labelled tests but those of transport::cuda_local and the device collectives
+#      (the codec, the context, the subspace codec, NCCL where found), profiles one launch of the
+#      rANS decode and encode kernels with Nsight Compute and runs the codec's benchmark (sizes
+#      1 MiB to 1 GiB, beside a device-to-device copy);
+#   3. runs the tests of cuda_local and the collectives (which stalled on the first lease), one
+#      binary at a time within the budget, cuda_local's again under lazy loading, and the
+#      collectives' and the subspace codec's benchmarks;
 #   4. runs the host AVX-512 tests (and the host rANS benchmark) where the CPU has AVX-512;
 #   5. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
 #   6. prints a short summary table last.
-# Each result is also printed when it comes. Steps after the benchmarks are skipped once the
-# budget (GPU_CHECK_BUDGET seconds, default 480) runs short; give the call a timeout above it.
+# Each result is also printed when it comes. Steps after the codec's tests are skipped once the
+# budget (GPU_CHECK_BUDGET seconds, default 480) runs short; give the call a timeout about 120 s
+# above it (a step under way when the budget runs short may finish past it).
 # Logs and the benchmark JSON go to $OUT (or build-gpu/out).
 #
 # The lent machine cannot install packages. Before the call, on the development machine, run
@@ -39,6 +42,7 @@ fi
 
 out=${OUT:-build-gpu/out}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # (absolute: some steps run inside build-gpu)
 marker=$(mktemp)  # the files written after it are this run's (packed at the end)
 # transport::cuda_local's waits spin until another stream's kernel releases them, and a kernel's
 # lazy load may wait for the whole context (cuda_local.cuh): the benchmarks and examples that run
@@ -53,6 +57,7 @@ elapsed() { echo $(( $(date +%s) - start ))s; }
 # the later, optional steps are skipped when fewer than N seconds of the budget are left
 budget=${GPU_CHECK_BUDGET:-480}
 case $budget in '' | *[!0-9]*) echo "gpu-check: GPU_CHECK_BUDGET must be a number of seconds"; exit 1 ;; esac
+budget=$((10#$budget))  # (a leading zero is not octal)
 have() { [ $(( $(date +%s) - start + $1 )) -le "$budget" ]; }
 
 gpu=$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null | head -1)
@@ -92,14 +97,15 @@ cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec bench_cuda_colle
 cmake --build build-gpu -j "$(nproc)" --target bench_cuda_subspace >>"$out/build.log" 2>&1 ||
   note "build subspace benchmark|FAIL|see build.log"
 
-# the codec's gpu-labelled tests (the 1 GiB case included); the transport's and the collectives',
+# the gpu-labelled tests but cuda_local's and the collectives' (the 1 GiB case included); those,
 # which stalled on the first lease (2026-12-04), come after the codec's benchmark, so that a stall
 # cannot keep the decoder's figures from a run
+transport_bins=(test_cuda_local test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy)
 transport_tests='^test_cuda_(local|collectives|collective_codecs|collective_entropy)$'
 if (cd build-gpu && ctest -L gpu -E "$transport_tests" --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1); then
-  note "gpu tests, codec|pass|$(grep -E 'tests passed' "$out/ctest.log" | tail -1)"
+  note "gpu tests but collectives|pass|$(grep -E 'tests passed' "$out/ctest.log" | tail -1)"
 else
-  note "gpu tests, codec|FAIL|see ctest.log"
+  note "gpu tests but collectives|FAIL|see ctest.log"
   grep -E "FAILED|failed|Error|watchdog" "$out/ctest.log" | cut -c1-400 | head -20
 fi
 
@@ -137,32 +143,44 @@ else
   note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
 fi
 
-# the transport's and the collectives' tests, in what the budget leaves (a stalled case ends
-# itself: testing::watchdog, ranks_on_gpu::finish; the whole step is cut at the budget, and any
-# test process left spinning is ended before the next step)
-if have 90; then
+# cuda_local's and the collectives' tests, one binary at a time, each in what the budget leaves
+# (a stalled case reports itself: ranks_on_gpu::finish after 30 s, testing::watchdog after 30-60
+# s; each binary's own log keeps what it printed, which a killed ctest would not); a binary cut
+# at the budget is noted as such, and nothing of it is left running for the next step
+ends_tests() {  # kills what is left of the test binaries (argv[0] under build-gpu/bin) and waits
+  pkill -KILL -f '^[^ ]*build-gpu/bin/test_cuda_' 2>/dev/null
+  for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f '^[^ ]*build-gpu/bin/test_cuda_' >/dev/null || break; sleep 1; done
+}
+local_passed=0
+transport_failed=0
+for t in "${transport_bins[@]}"; do
   left=$(( budget - ($(date +%s) - start) - 30 ))
-  [ $left -gt 600 ] && left=600
-  per_test=$(( left < 300 ? left : 300 ))
-  if (cd build-gpu && timeout -k 5 $left ctest -L gpu -R "$transport_tests" --output-on-failure --timeout $per_test \
-        >"$out/ctest-transport.log" 2>&1); then
-    note "gpu tests, transport and collectives|pass|$(grep -E 'tests passed' "$out/ctest-transport.log" | tail -1)"
-  else
-    note "gpu tests, transport and collectives|FAIL|see ctest-transport.log"
-    grep -E "FAILED|failed|Error|watchdog" "$out/ctest-transport.log" | cut -c1-400 | head -20
-  fi
-  pkill -f 'build-gpu/bin/test_cuda_' 2>/dev/null
-else
-  note "gpu tests, transport and collectives|skip|out of time"
-fi
+  if [ $left -lt 100 ]; then note "$t|skip|out of time"; transport_failed=1; continue; fi
+  timeout -k 5 $(( left < 300 ? left : 300 )) "build-gpu/bin/$t" >"$out/$t.log" 2>&1
+  rc=$?
+  ends_tests
+  case $rc in
+    0) note "$t|pass|$(grep -E 'All tests passed|test cases' "$out/$t.log" | tail -1 | cut -c1-120)"
+       [ "$t" = test_cuda_local ] && local_passed=1 ;;
+    124 | 137) note "$t|cut|at its time limit (see $t.log)"; transport_failed=1 ;;
+    *) note "$t|FAIL|exit $rc (see $t.log)"; transport_failed=1
+       grep -E "FAILED|failed|watchdog|pending" "$out/$t.log" | cut -c1-400 | head -10 ;;
+  esac
+done
 # the tests load every kernel up front (CUDA_MODULE_LOADING=EAGER, see cuda_local.cuh); the
 # transport's own test again under CUDA's default lazy loading, which the world's preload covers
-if have 60; then
-  if CUDA_MODULE_LOADING=LAZY timeout 60 build-gpu/bin/test_cuda_local >"$out/cuda-local-lazy.log" 2>&1; then
+# (only where it passed eagerly: else it would most likely stall again)
+if [ $local_passed = 0 ]; then
+  note "cuda_local, lazy loading|skip|not passed eagerly"
+elif ! have 90; then
+  note "cuda_local, lazy loading|skip|out of time"
+else
+  if CUDA_MODULE_LOADING=LAZY timeout -k 5 60 build-gpu/bin/test_cuda_local >"$out/cuda-local-lazy.log" 2>&1; then
     note "cuda_local, lazy loading|pass|$(grep -E 'All tests passed' "$out/cuda-local-lazy.log" | tail -1)"
   else
     note "cuda_local, lazy loading|FAIL|$(grep -E 'watchdog' "$out/cuda-local-lazy.log" | head -1 | cut -c1-200)"
   fi
+  ends_tests
 fi
 
 # the collectives' and the subspace codec's benchmarks
@@ -238,15 +256,27 @@ for tool in memcheck racecheck initcheck synccheck; do
 done
 # (the device collectives are not run under compute-sanitizer: it serialises kernels, and
 # cuda_local's ranks wait for each other's kernels on other streams)
+# (the custom transport example runs on cuda_local: not after its tests failed or stalled)
 for ex in zipccl_custom_device_transport zipccl_nccl_all_reduce; do
-  if [ -x build-gpu/bin/$ex ]; then
-    timeout 120 build-gpu/bin/$ex >"$out/$ex.log" 2>&1 && note "example $ex|pass|$(tail -1 "$out/$ex.log")" ||
-      note "example $ex|FAIL|see $ex.log"
+  [ -x build-gpu/bin/$ex ] || continue
+  if [ $ex = zipccl_custom_device_transport ] && [ $transport_failed = 1 ]; then
+    note "example $ex|skip|cuda_local's tests did not pass"
+  elif ! have 75; then
+    note "example $ex|skip|out of time"
+  elif timeout -k 5 60 build-gpu/bin/$ex >"$out/$ex.log" 2>&1; then
+    note "example $ex|pass|$(tail -1 "$out/$ex.log")"
+  else
+    note "example $ex|FAIL|see $ex.log"
   fi
 done
 if [ -x build-gpu/bin/zipccl_cuda_fused_sum ]; then
-  build-gpu/bin/zipccl_cuda_fused_sum >"$out/fused_sum.log" 2>&1 && note "example fused sum|pass|$(tail -1 "$out/fused_sum.log")" ||
+  if ! have 75; then
+    note "example fused sum|skip|out of time"
+  elif timeout -k 5 60 build-gpu/bin/zipccl_cuda_fused_sum >"$out/fused_sum.log" 2>&1; then
+    note "example fused sum|pass|$(tail -1 "$out/fused_sum.log")"
+  else
     note "example fused sum|FAIL|see fused_sum.log"
+  fi
 fi
 # the subspace codec's small error case (bad token ids must not reach outside the buffers)
 if [ -x build-gpu/bin/test_cuda_subspace ] && have 45; then
@@ -265,7 +295,11 @@ for row in "${summary[@]}"; do IFS='|' read -r a b c <<<"$row"; printf '%-28s %-
 if [ -f "$out/bench_cuda.json" ]; then
   python3 - "$out/bench_cuda.json" <<'PY'
 import json, sys
-rows = json.load(open(sys.argv[1]))["benchmarks"]
+try:
+    rows = json.load(open(sys.argv[1]))["benchmarks"]
+except (ValueError, KeyError) as e:  # (a benchmark cut by its timeout leaves the JSON unfinished)
+    print("\nbench_cuda.json unreadable (%s): see bench.log" % e)
+    sys.exit(0)
 print("\n%-28s %8s %8s %8s %7s" % ("benchmark (MiB)", "TB/s", "of copy", "ratio", ""))
 for r in rows:
     if r.get("error_occurred"):
