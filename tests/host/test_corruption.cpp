@@ -292,6 +292,85 @@ TEST_CASE("zero symbols are the two smallest free values", "[host][corruption][z
   CHECK(rans::table_ok(c.data(), 4, zeros(1, 120)) == false);
 }
 
+// The device decoders check a rANS table with one warp, each lane its share
+// (rans::table_lane_share): the 32 shares combined must give table_ok's verdict on every table,
+// valid or damaged (frequencies, bitmap bits, padding, states, zero symbols, a wrong nsym).
+TEST_CASE("a rANS table checked by 32 lanes gives table_ok's verdict", "[host][corruption][rans]") {
+  namespace rans = codec_detail::rans;
+  std::mt19937_64 rng(2026);
+  int passed = 0, failed = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    // nsym distinct symbols, frequencies of at least 1 summing to 4096, states from 2^16 up
+    unsigned nsym = 1 + static_cast<unsigned>(rng() % (trial % 3 == 0 ? 256 : 40));
+    std::vector<unsigned> values(rans::symbols);
+    for (unsigned v = 0; v < rans::symbols; ++v) values[v] = v;
+    std::shuffle(values.begin(), values.end(), rng);
+    values.resize(nsym);
+    // every fourth table with zero symbols zp < zn: every value below zn but zp present, but for
+    // none, the value zn - 1, or another one
+    const unsigned zn = 2 + static_cast<unsigned>(rng() % 60), zp = static_cast<unsigned>(rng() % (zn - 1));
+    if (trial % 4 == 3) {
+      const unsigned kind = static_cast<unsigned>(rng() % 3);
+      const unsigned gap = kind == 0 ? rans::symbols : kind == 1 ? zn - 1 : static_cast<unsigned>(rng() % zn);
+      values.clear();
+      for (unsigned v = 0; v < zn; ++v)
+        if (v != zp && v != gap) values.push_back(v);
+      for (unsigned v = zn + 1 + static_cast<unsigned>(rng() % 8); v < rans::symbols; v += 1 + static_cast<unsigned>(rng() % 40))
+        values.push_back(v);
+      nsym = static_cast<unsigned>(values.size());
+    }
+    std::sort(values.begin(), values.end());
+    std::vector<std::uint8_t> t(rans::table_bytes(nsym) + rans::states_bytes, 0);
+    std::uint32_t left = rans::prob_total - nsym;
+    for (unsigned k = 0; k < nsym; ++k) {
+      t[values[k] / 8] = static_cast<std::uint8_t>(t[values[k] / 8] | (1u << (values[k] % 8)));
+      const std::uint32_t extra = k + 1 == nsym ? left : static_cast<std::uint32_t>(rng() % (left + 1));
+      left -= extra;
+      format::store_le<std::uint16_t>(t.data() + rans::bitmap_bytes + 2 * k, static_cast<std::uint16_t>(1 + extra));
+    }
+    for (unsigned l = 0; l < rans::lanes; ++l)
+      format::store_le<std::uint32_t>(t.data() + rans::table_bytes(nsym) + 4 * l,
+                                      rans::state_low + static_cast<std::uint32_t>(rng() % 100000));
+    // zero symbols: none, the two smallest unused values, or any two
+    rans::zero_symbols z;
+    if (trial % 4 != 0) {
+      z.on = true;
+      z.count = 100;
+      if (trial % 4 == 1) {
+        unsigned found = 0;
+        for (unsigned v = 0; v < rans::symbols && found < 2; ++v)
+          if (!std::binary_search(values.begin(), values.end(), v)) (found++ == 0 ? z.pos : z.neg) = v;
+        z.on = found == 2;
+      } else if (trial % 4 == 2) {
+        z.pos = static_cast<std::uint32_t>(rng() % 255);
+        z.neg = z.pos + 1 + static_cast<std::uint32_t>(rng() % (255 - z.pos));
+      } else {
+        z.pos = zp;
+        z.neg = zn;
+      }
+    }
+    // damage: up to three bytes anywhere in the table and states, or a wrong symbol count
+    const unsigned damage = static_cast<unsigned>(rng() % 4) * (trial % 4 == 3 ? (trial / 4) % 2 : 1);  // (half of the zero-rule tables undamaged)
+    for (unsigned d = 0; d < damage; ++d) t[rng() % t.size()] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+    std::uint64_t claimed = nsym;
+    if (trial % 17 == 0 && nsym > 1) claimed = nsym - 1;  // (nsym + 1 would read past the table)
+    const bool want = rans::table_ok(t.data(), claimed, z);
+    rans::table_share all;
+    for (unsigned l = 0; l < rans::lanes; ++l) {
+      const rans::table_share r = rans::table_lane_share(t.data(), claimed, z, l);
+      all.ok = all.ok && r.ok;
+      all.bits += r.bits;
+      all.sum += r.sum;
+    }
+    const bool got = all.ok && all.bits == claimed && all.sum == rans::prob_total;
+    INFO("trial " << trial << " nsym " << nsym << " claimed " << claimed << " damage " << damage);
+    REQUIRE(got == want);
+    (want ? passed : failed) += 1;
+  }
+  CHECK(passed > 2000);
+  CHECK(failed > 2000);
+}
+
 // The table's rule on whole streams: a chunk whose zeros are all +0.0 has no -0.0 symbol in its
 // table, so moving zn to another free value changes no decoded element; only the rule (every value
 // below zn but zp in the table) turns it away. Every decoder path of this build.

@@ -258,6 +258,34 @@ ZIPCCL_HOST_DEVICE bool table_ok(const std::uint8_t* p, std::uint64_t nsym, cons
   return true;
 }
 
+// table_ok() split over 32 lanes, as the device decoders check a table with one warp: lane l's
+// share of the rules (bitmap byte l, the values l, l + 32, ... below z.neg, the frequencies l,
+// l + 32, ..., the padding bytes l, l + 32, ..., state l), the bits it counts and the frequencies
+// it sums. The table passes table_ok() exactly when every lane's share is ok, the bits add up to
+// nsym and the sums to 4096.
+struct table_share {
+  bool ok = true;
+  std::uint32_t bits = 0, sum = 0;
+};
+ZIPCCL_HOST_DEVICE table_share table_lane_share(const std::uint8_t* p, std::uint64_t nsym, const zero_symbols& z,
+                                                unsigned l) {
+  static_assert(bitmap_bytes == lanes && states_bytes == 4 * lanes, "one bitmap byte and one state a lane");
+  table_share r;
+  r.bits = format::popcount8(p[l]);
+  if (z.on)
+    for (unsigned v = l; v < z.neg && v < symbols; v += lanes)
+      if (v != z.pos && !((p[v / 8] >> (v % 8)) & 1u)) r.ok = false;
+  for (std::uint64_t k = l; k < nsym; k += lanes) {
+    const std::uint32_t f = load_le<std::uint16_t>(p + bitmap_bytes + 2 * k);
+    if (f == 0 || f > prob_total) r.ok = false;
+    else r.sum += f;
+  }
+  for (std::uint64_t i = bitmap_bytes + 2 * nsym + l; i < table_bytes(nsym); i += lanes)
+    if (p[i] != 0) r.ok = false;
+  if (load_le<std::uint32_t>(p + table_bytes(nsym) + 4 * l) < state_low) r.ok = false;
+  return r;
+}
+
 // Builds the decoder's table from a table at p that passed table_ok().
 ZIPCCL_HOST_DEVICE void read_table(const std::uint8_t* p, decode_table* t) {
   std::uint64_t k = 0, cum = 0;
