@@ -214,6 +214,25 @@ int main(int argc, char** argv) {
                                  bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<128, 32>>)
         ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
   }
+  // rANS chunks one per warp (tuning<..., RansWarps>, detail/warp_rans.cuh): every warp of a block
+  // decodes a chunk of its own; blocks of 4 warps for each type, and of 2 and 8 for bf16
+  for (long mib : {4L, 256L}) {
+    benchmark::RegisterBenchmark("bf16/entropy/decompress_warps4",
+                                 bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<256, 32, 4>>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+    benchmark::RegisterBenchmark("fp16/entropy/decompress_warps4",
+                                 bm_codec<codec<fp16, codebook::entropy>, true, zipccl::cuda::tuning<256, 32, 4>>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+    benchmark::RegisterBenchmark("fp32/entropy/decompress_warps4",
+                                 bm_codec<codec<fp32, codebook::entropy>, true, zipccl::cuda::tuning<256, 32, 4>>)
+        ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  }
+  benchmark::RegisterBenchmark("bf16/entropy/decompress_warps2",
+                               bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<256, 32, 2>>)
+      ->Arg(256)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  benchmark::RegisterBenchmark("bf16/entropy/decompress_warps8",
+                               bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<256, 32, 8>>)
+      ->Arg(256)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
   for (long mib : {64L, 256L}) {
     benchmark::RegisterBenchmark("bucket_1000x4KiB_plus_large/compress", bm_bucket<false>)
         ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);

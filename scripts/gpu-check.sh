@@ -2,9 +2,11 @@
 # The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
 #   1. builds the device tests and benchmarks for that GPU's architecture;
 #   2. runs the gpu-labelled tests but those of transport::cuda_local and the device collectives
-#      (the codec, the context, the subspace codec, NCCL where found), profiles one launch of the
-#      rANS decode and encode kernels with Nsight Compute and runs the codec's benchmark (sizes
-#      1 MiB to 1 GiB, beside a device-to-device copy);
+#      (the codec, the context, the subspace codec, NCCL where found), profiles one launch of
+#      each rANS kernel with Nsight Compute (the decoder by blocks, the decoder by warps, the
+#      encoder) and runs the codec's benchmark (sizes 1 MiB to 1 GiB, beside a device-to-device
+#      copy; the rANS decoder by blocks of 64, 128 and 256 threads and by blocks of 2, 4 and 8
+#      warps);
 #   3. runs the tests of cuda_local and the collectives (which stalled on the first lease), one
 #      binary at a time within the budget, cuda_local's again under lazy loading, and the
 #      collectives' and the subspace codec's benchmarks;
@@ -110,24 +112,26 @@ else
 fi
 
 # what bounds the device rANS kernels (74 GB/s of bf16 decode on an H200 on 2026-12-04, against a
-# 500 GB/s goal): one launch of each, profiled by Nsight Compute (clocks left as they are)
-if [ $bench_built = 1 ] && ! command -v ncu >/dev/null; then
-  note "ncu bf16 entropy|skip|ncu not found"
-elif [ $bench_built = 1 ]; then
-  for dir in decompress compress; do
-    kernel=$([ $dir = decompress ] && echo decode_kernel || echo encode_kernel)
-    if ! have 150; then note "ncu bf16 entropy $dir|skip|out of time"; continue; fi
-    timeout 120 ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
-      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-      --section SchedulerStats --section MemoryWorkloadAnalysis \
-      build-gpu/bin/bench_cuda_codec --benchmark_filter="^bf16/entropy/$dir/256" >"$out/ncu-$dir.txt" 2>&1
-    if [ $? = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$out/ncu-$dir.txt"; then
-      note "ncu bf16 entropy $dir|ran|$(grep -E 'Achieved Occupancy|Duration' "$out/ncu-$dir.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
-    else
-      note "ncu bf16 entropy $dir|FAIL|$(grep -m1 -E '==ERROR==|No kernels' "$out/ncu-$dir.txt" | cut -c1-160)"
-    fi
-  done
-fi
+# 500 GB/s goal): one launch of each, profiled by Nsight Compute (clocks left as they are): the
+# default decoder (a block per chunk) and the rANS chunks one per warp (not yet run on a GPU)
+# before the codec's benchmark, the encoder after it
+profile() {  # profile ROW KERNEL: one launch of KERNEL in bench_cuda_codec's bf16/entropy/ROW/256
+  local dir=$1 kernel=$2
+  if [ $bench_built != 1 ]; then return; fi
+  if ! command -v ncu >/dev/null; then note "ncu bf16 entropy $dir|skip|ncu not found"; return; fi
+  if ! have 150; then note "ncu bf16 entropy $dir|skip|out of time"; return; fi
+  timeout 120 ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section SchedulerStats --section MemoryWorkloadAnalysis \
+    build-gpu/bin/bench_cuda_codec --benchmark_filter="^bf16/entropy/$dir/256" >"$out/ncu-$dir.txt" 2>&1
+  if [ $? = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$out/ncu-$dir.txt"; then
+    note "ncu bf16 entropy $dir|ran|$(grep -E 'Achieved Occupancy|Duration' "$out/ncu-$dir.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
+  else
+    note "ncu bf16 entropy $dir|FAIL|$(grep -m1 -E '==ERROR==|No kernels' "$out/ncu-$dir.txt" | cut -c1-160)"
+  fi
+}
+profile decompress decode_kernel
+profile decompress_warps4 rans_warps_kernel
 
 # the codec's benchmark
 if [ $bench_built = 1 ]; then
@@ -142,6 +146,7 @@ if [ $bench_built = 1 ]; then
 else
   note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
 fi
+profile compress encode_kernel
 
 # cuda_local's and the collectives' tests, one binary at a time, each in what the budget leaves
 # (a stalled case reports itself: ranks_on_gpu::finish after 30 s, testing::watchdog after 30-60
@@ -242,12 +247,16 @@ fi
 # that stop early (initcheck finds shared memory read before it is written)
 for tool in memcheck racecheck initcheck synccheck; do
   # Catch2 splits test names at commas: the early-exit case is selected by its tag
-  for case in "device compress and decompress under CUDA graph capture" "[sanitize]" "[rans]"; do
-    tag=$([ "$case" = "[sanitize]" ] && echo early-exit || { [ "$case" = "[rans]" ] && echo rans || echo graph; })
+  # ("rANS streams*": the rANS decoders by blocks and by warps on damaged streams)
+  for case in "device compress and decompress under CUDA graph capture*" "[sanitize]" "rANS streams*"; do
+    tag=$([ "$case" = "[sanitize]" ] && echo early-exit || { [ "$case" = "rANS streams*" ] && echo rans || echo graph; })
     have 45 || { note "sanitizer $tool ($tag)|skip|out of time"; continue; }
-    if timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
-        "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1 &&
-        ! grep -q "No test cases matched" "$out/sanitizer-$tool-$tag.log"; then
+    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
+      "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1
+    rc=$?
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+      note "sanitizer $tool ($tag)|cut|timeout 120 s; $(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
+    elif [ $rc = 0 ] && ! grep -q "No test cases matched" "$out/sanitizer-$tool-$tag.log"; then
       note "sanitizer $tool ($tag)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
     else
       note "sanitizer $tool ($tag)|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"

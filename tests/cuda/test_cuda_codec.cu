@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <random>
 #include <vector>
 
@@ -56,11 +57,18 @@ std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, 
   return out.get(bytes);
 }
 
+// The rANS chunks decoded one per warp (detail/warp_rans.cuh), blocks of 4 warps.
+using rans_warps = zipccl::cuda::tuning<256, 32, 4>;
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
 // Decodes a stream on the device with blocks of tuning T; returns the status and fills `back` (n
 // elements).
-template <class E, class T = tuning>
-status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t len, std::uint64_t n,
-                         std::vector<std::uint8_t>* back) {
+template <class E, class T>
+status decompress_with(const std::vector<std::uint8_t>& stream, std::size_t len, std::uint64_t n,
+                       std::vector<std::uint8_t>* back) {
   const std::size_t out_bytes = n * sizeof(typename E::bits_type);
   device_buffer<std::uint8_t> in(stream.size()), out(out_bytes + 256);
   device_buffer<status> st(1);
@@ -81,6 +89,41 @@ status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t le
   if (s == status::success) CHECK(count.get(1)[0] == n);
   else CHECK(count.get(1)[0] == 0xABABABABABABABABull);  // the count only after a whole decode
   return s;
+}
+
+// decompress_with<E, T>; with the default tuning, the stream is decoded with rans_warps too, which
+// must give the same status and, on success, the same elements: every test that decodes with the
+// default tuning checks both rANS decoders.
+template <class E, class T = tuning>
+status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t len, std::uint64_t n,
+                         std::vector<std::uint8_t>* back) {
+  const status s = decompress_with<E, T>(stream, len, n, back);
+  if constexpr (std::is_same_v<T, tuning>) {
+    std::vector<std::uint8_t> by_warps;
+    const status w = decompress_with<E, rans_warps>(stream, len, n, &by_warps);
+    INFO("default tuning " << to_string(s) << ", rANS by warps " << to_string(w));
+    CHECK(w == s);
+    if (s == status::success && w == status::success) CHECK(by_warps == *back);
+  }
+  return s;
+}
+
+// `trials` single damaged bytes of stream s (n elements), the check values repaired every other
+// trial: the device (tuning T) reports the host's status, and the host's values where both succeed.
+template <class E, class T = tuning>
+void damaged_bytes_as_host(const std::vector<std::uint8_t>& s, std::uint64_t n, int trials, std::uint64_t seed) {
+  std::vector<std::uint8_t> back, ref(n * sizeof(typename E::bits_type));
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < trials; ++trial) {
+    auto bad = s;
+    bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    if (trial % 2 == 0) testing::repair_hashes(bad);
+    const status h = host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size());
+    INFO("trial " << trial << " host " << to_string(h));
+    const status d = device_decompress<E, T>(bad, bad.size(), n, &back);
+    CHECK(d == h);
+    if (d == status::success && h == status::success) CHECK(back == ref);
+  }
 }
 
 }  // namespace
@@ -217,19 +260,62 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
       testing::repair_hashes(bad);
       CHECK(host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size()) == status::corrupt);
       CHECK(device_decompress<E>(bad, bad.size(), n, &back) == status::corrupt);
+      // by warps, a chunk that failed its checks is never decoded: its output keeps the fill
+      REQUIRE(decompress_with<E, rans_warps>(bad, bad.size(), n, &back) == status::corrupt);
+      CHECK(std::all_of(back.begin(), back.begin() + chunk * sizeof(bits_type), [](std::uint8_t x) { return x == 0xEE; }));
     }
-    // single damaged bytes, with the check values repaired or not: the host's status, and the
-    // host's values where both succeed
-    std::mt19937_64 rng(52);
-    for (int trial = 0; trial < 100; ++trial) {
+    INFO("checksum " << checksum);
+    damaged_bytes_as_host<E>(s, n, 100, 52);
+  }
+}
+
+// rANS by warps with more chunks than warps (12,000 chunks of 1,024 elements: an H200 holds 5,280
+// warps of rans_warps_kernel<E, 4> and 4,224 one-warp blocks), so that warps decode chunk after
+// chunk in the same shared memory; then several damaged chunks at once (the tails of some, where
+// the rANS stream words and the padding lie, and the check value of one), so that both kernels
+// find failures and the lowest failing chunk's status must win, as on the host.
+TEMPLATE_TEST_CASE("rANS by warps: every warp decodes many chunks; with several bad chunks, the host's status",
+                   "[gpu][rans-warps]", bf16, fp16, fp32) {
+  using E = TestType;
+  using C = codec<E, codebook::entropy>;
+  using bits_type = typename E::bits_type;
+  constexpr std::uint32_t small = 1024;
+  const std::uint64_t chunks = 12000, n = chunks * small - 33;
+  auto v = testing::make_tensor<E>(n, 0.02, testing::distribution::gaussian, 61);
+  for (std::uint64_t c = 7; c < chunks; c += 97)  // zero groups in some chunks (zero_rans)
+    std::fill(v.begin() + c * small + 128, v.begin() + c * small + 384, bits_type(0));
+  for (bool checksum : {false, true}) {
+    INFO("checksum " << checksum);
+    host::compress_options opt;
+    opt.chunk_elems = small;
+    opt.checksum = checksum;
+    const auto s = host::compress<C>(v.data(), n, opt);
+    const auto modes = testing::chunk_modes(s);
+    REQUIRE(modes[4] + modes[6] == chunks);  // every chunk rANS (mode 6: with zero groups)
+    REQUIRE(modes[6] >= 100);
+    std::vector<std::uint8_t> back, ref(n * sizeof(bits_type));
+    REQUIRE(device_decompress<E>(s, s.size(), n, &back) == status::success);  // by blocks and by warps
+    REQUIRE(std::memcmp(back.data(), v.data(), back.size()) == 0);
+    REQUIRE(decompress_with<E, zipccl::cuda::tuning<64, 32, 1>>(s, s.size(), n, &back) == status::success);
+    REQUIRE(std::memcmp(back.data(), v.data(), back.size()) == 0);
+    std::mt19937_64 rng(62 + checksum);
+    for (int trial = 0; trial < 12; ++trial) {
       auto bad = s;
-      bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
-      if (trial % 2 == 0) testing::repair_hashes(bad);
+      const int tails = 1 + trial % 3;
+      for (int k = 0; k < tails; ++k) {  // a byte among the last 24 of a chunk (not the last chunk)
+        const std::uint64_t c = rng() % (chunks - 1);
+        const std::uint64_t end = format::directory_entry(bad.data(), c + 1);
+        bad[end - 1 - rng() % 24] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+      }
+      if (trial % 2 == 0) {  // and a chunk's check value
+        const std::uint64_t c = rng() % chunks;
+        bad[format::directory_entry(bad.data(), c) + format::chunk_check_field + rng() % 4] ^= 0x5A;
+      }
       const status h = host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size());
-      INFO("checksum " << checksum << " trial " << trial << " host " << to_string(h));
-      const status d = device_decompress<E>(bad, bad.size(), n, &back);
-      CHECK(d == h);
-      if (d == status::success && h == status::success) CHECK(back == ref);
+      INFO("trial " << trial << " host " << to_string(h));
+      REQUIRE(h != status::success);
+      CHECK(device_decompress<E>(bad, bad.size(), n, &back) == h);
+      CHECK(decompress_with<E, zipccl::cuda::tuning<64, 32, 1>>(bad, bad.size(), n, &back) == h);
     }
   }
 }
@@ -283,33 +369,51 @@ TEMPLATE_TEST_CASE("rANS zero symbols: the device writes and reads the host's by
 }
 
 // A stream decodes with any tuning's blocks (bench_cuda_codec times the rANS decoder with blocks
-// of 64 and 128 threads): the default tuning's streams (8,192-element chunks) through blocks of
-// 64 and 128 threads, every policy, with stored chunks, zero groups, rANS zero symbols and
-// checksums, damaged bytes (the host's status and values), and one batch.
+// of 64 and 128 threads, and by warps): the default tuning's streams (8,192-element chunks) through
+// blocks of 64 and 128 threads and through 64-thread blocks whose rANS chunks go one per warp to
+// blocks of one warp, every policy, with stored chunks, zero groups, rANS zero symbols and
+// checksums, damaged bytes (the host's status and values), and batches.
 template <class E, class T>
 void decodes_with_blocks_of(const std::vector<std::uint8_t>& s, std::uint64_t n, const void* want) {
-  std::vector<std::uint8_t> back, ref(n * sizeof(typename E::bits_type));
+  std::vector<std::uint8_t> back;
   REQUIRE(device_decompress<E, T>(s, s.size(), n, &back) == status::success);
   REQUIRE((n == 0 || std::memcmp(back.data(), want, back.size()) == 0));
-  std::mt19937_64 rng(T::threads + s.size());
-  for (int trial = 0; trial < 24; ++trial) {
-    auto bad = s;
-    bad[rng() % bad.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
-    if (trial % 2 == 0) testing::repair_hashes(bad);
-    const status h = host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size());
-    INFO("trial " << trial << " host " << to_string(h));
-    const status d = device_decompress<E, T>(bad, bad.size(), n, &back);
-    CHECK(d == h);
-    if (d == status::success && h == status::success) CHECK(back == ref);
-  }
+  damaged_bytes_as_host<E, T>(s, n, 24, T::threads + T::rans_warps + s.size());
 }
 
-TEMPLATE_LIST_TEST_CASE("decoder blocks of 64 and 128 threads decode the default tuning's streams", "[gpu][tuning]",
-                        testing::host_codecs) {
+// A batch of two tensors (streams sa and sb of a and b) decoded with tuning T.
+template <class E, class T, class V>
+void batch_decodes_with(const std::vector<std::uint8_t>& sa, const V& a, const std::vector<std::uint8_t>& sb,
+                        const V& b) {
+  using bits_type = typename E::bits_type;
+  device_buffer<std::uint8_t> ia(sa.size()), ib(sb.size()), oa(a.size() * sizeof(bits_type)),
+      ob(b.size() * sizeof(bits_type));
+  ia.put(sa.data(), sa.size());
+  ib.put(sb.data(), sb.size());
+  const std::vector<zipccl::cuda::decompress_item> items = {{ia.p, sa.size(), oa.p, oa.n}, {ib.p, sb.size(), ob.p, ob.n}};
+  device_buffer<zipccl::cuda::decompress_item> items_dev(items.size());
+  items_dev.put(items.data(), items.size());
+  device_buffer<status> st(items.size());
+  std::size_t temp_bytes = 0;
+  const std::uint64_t max_in = std::max(sa.size(), sb.size());
+  REQUIRE(zipccl::cuda::decompress_batch<E, T>(nullptr, temp_bytes, items_dev.p, 2, max_in, st.p, 0) == status::success);
+  device_buffer<std::uint8_t> temp(temp_bytes);
+  REQUIRE(zipccl::cuda::decompress_batch<E, T>(temp.p, temp_bytes, items_dev.p, 2, max_in, st.p, 0) == status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto statuses = st.get(2);
+  REQUIRE(statuses[0] == status::success);
+  REQUIRE(statuses[1] == status::success);
+  REQUIRE(std::memcmp(oa.get(oa.n).data(), a.data(), oa.n) == 0);
+  REQUIRE(std::memcmp(ob.get(ob.n).data(), b.data(), ob.n) == 0);
+}
+
+TEMPLATE_LIST_TEST_CASE("decoder blocks of 64 and 128 threads, and rANS by warps, decode the default tuning's streams",
+                        "[gpu][tuning]", testing::host_codecs) {
   using E = typename TestType::element_type;
   using bits_type = typename TestType::bits_type;
   using t64 = zipccl::cuda::tuning<64, 32>;
   using t128 = zipccl::cuda::tuning<128, 32>;
+  using t64_warp = zipccl::cuda::tuning<64, 32, 1>;
   const std::uint64_t n = 5 * chunk + 77;
   std::vector<std::vector<bits_type>> inputs;
   inputs.push_back(testing::make_tensor<E>(n, 0.02, testing::distribution::student_t, 91));
@@ -331,36 +435,20 @@ TEMPLATE_LIST_TEST_CASE("decoder blocks of 64 and 128 threads decode the default
       if (k == 0) REQUIRE(testing::chunk_modes(s)[0] >= 1);
       decodes_with_blocks_of<E, t64>(s, n, v.data());
       decodes_with_blocks_of<E, t128>(s, n, v.data());
+      decodes_with_blocks_of<E, t64_warp>(s, n, v.data());
     }
-  // a batch of two tensors through blocks of 64 threads
+  // a batch of two tensors (the second one short) through blocks of 64 threads, and by warps
   const auto& a = inputs[0];
-  const auto& b = inputs[1];
+  const std::vector<bits_type> b(inputs[1].begin(), inputs[1].begin() + 1000);
   host::compress_options opt;
   opt.chunk_elems = chunk;
   const auto sa = host::compress<TestType>(a.data(), n, opt, testing::policy_for<TestType>(a.data(), n));
-  const auto sb = host::compress<TestType>(b.data(), 1000, opt, testing::policy_for<TestType>(b.data(), 1000));
-  device_buffer<std::uint8_t> ia(sa.size()), ib(sb.size()), oa(n * sizeof(bits_type)), ob(1000 * sizeof(bits_type));
-  ia.put(sa.data(), sa.size());
-  ib.put(sb.data(), sb.size());
-  const std::vector<zipccl::cuda::decompress_item> items = {{ia.p, sa.size(), oa.p, oa.n}, {ib.p, sb.size(), ob.p, ob.n}};
-  device_buffer<zipccl::cuda::decompress_item> items_dev(items.size());
-  items_dev.put(items.data(), items.size());
-  device_buffer<status> st(items.size());
-  std::size_t temp_bytes = 0;
-  const std::uint64_t max_in = std::max(sa.size(), sb.size());
-  REQUIRE(zipccl::cuda::decompress_batch<E, t64>(nullptr, temp_bytes, items_dev.p, 2, max_in, st.p, 0) ==
-          status::success);
-  device_buffer<std::uint8_t> temp(temp_bytes);
-  REQUIRE(zipccl::cuda::decompress_batch<E, t64>(temp.p, temp_bytes, items_dev.p, 2, max_in, st.p, 0) == status::success);
-  CUDA_OK(cudaDeviceSynchronize());
-  const auto statuses = st.get(2);
-  REQUIRE(statuses[0] == status::success);
-  REQUIRE(statuses[1] == status::success);
-  REQUIRE(std::memcmp(oa.get(oa.n).data(), a.data(), oa.n) == 0);
-  REQUIRE(std::memcmp(ob.get(ob.n).data(), b.data(), ob.n) == 0);
+  const auto sb = host::compress<TestType>(b.data(), b.size(), opt, testing::policy_for<TestType>(b.data(), b.size()));
+  batch_decodes_with<E, t64>(sa, a, sb, b);
+  batch_decodes_with<E, t64_warp>(sa, a, sb, b);
 }
 
-TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[gpu]", testing::all_codecs) {
+TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[gpu]", testing::host_codecs) {
   using E = typename TestType::element_type;
   const std::uint64_t n = 3 * chunk + 500;
   const auto v = testing::make_tensor<E>(n, 0.5, testing::distribution::gaussian, 3);
@@ -424,7 +512,7 @@ TEMPLATE_LIST_TEST_CASE("device decoder reports corrupt and truncated input", "[
 }
 
 TEMPLATE_LIST_TEST_CASE("batched calls: mixed sizes in one launch, a status per tensor", "[gpu]",
-                        testing::all_codecs) {
+                        testing::host_codecs) {
   using E = typename TestType::element_type;
   using T = typename TestType::bits_type;
   const std::vector<std::uint64_t> sizes = {5000, 0, 1, 3ull * chunk + 17, 100, chunk, 2 * chunk - 1};
@@ -476,36 +564,54 @@ TEMPLATE_LIST_TEST_CASE("batched calls: mixed sizes in one launch, a status per 
   ditems[5].out_capacity -= 1;  // too small an output for tensor 5
   device_buffer<zipccl::cuda::decompress_item> ditems_dev(ditems.size());
   ditems_dev.put(ditems.data(), ditems.size());
-  device_buffer<status> statuses(ditems.size());
-  std::size_t dtemp_bytes = 0;
-  REQUIRE(zipccl::cuda::decompress_batch<E, tuning>(nullptr, dtemp_bytes, ditems_dev.p,
-                                                    static_cast<std::uint32_t>(ditems.size()), max_in, statuses.p,
-                                                    0) == status::success);
-  device_buffer<std::uint8_t> dtemp(dtemp_bytes);
-  REQUIRE(zipccl::cuda::decompress_batch<E, tuning>(dtemp.p, dtemp_bytes, ditems_dev.p,
-                                                    static_cast<std::uint32_t>(ditems.size()), max_in, statuses.p,
-                                                    0) == status::success);
-  CUDA_OK(cudaDeviceSynchronize());
-  const auto st = statuses.get(ditems.size());
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    INFO("tensor " << i);
-    if (i == 5) {
-      CHECK(st[i] == status::buffer_too_small);
-    } else if (i == 3) {
-      // a flipped payload byte without checksums may decode to a well-formed wrong value
-      if (st[i] == status::success) CHECK(backs[i]->get(sizes[i] * sizeof(T)) != std::vector<std::uint8_t>(
-                                              reinterpret_cast<const std::uint8_t*>(tensors[i].data()),
-                                              reinterpret_cast<const std::uint8_t*>(tensors[i].data() + sizes[i])));
-    } else {
-      REQUIRE(st[i] == status::success);
-      const auto back = backs[i]->get(sizes[i] * sizeof(T));
-      REQUIRE((sizes[i] == 0 || std::memcmp(back.data(), tensors[i].data(), back.size()) == 0));
+  // decoded with the default tuning and with rANS by warps
+  auto decode_with = [&](auto tag) {
+    using DT = typename decltype(tag)::type;
+    device_buffer<status> statuses(ditems.size());
+    std::size_t dtemp_bytes = 0;
+    REQUIRE(zipccl::cuda::decompress_batch<E, DT>(nullptr, dtemp_bytes, ditems_dev.p,
+                                                  static_cast<std::uint32_t>(ditems.size()), max_in, statuses.p, 0) ==
+            status::success);
+    device_buffer<std::uint8_t> dtemp(dtemp_bytes);
+    REQUIRE(zipccl::cuda::decompress_batch<E, DT>(dtemp.p, dtemp_bytes, ditems_dev.p,
+                                                  static_cast<std::uint32_t>(ditems.size()), max_in, statuses.p, 0) ==
+            status::success);
+    CUDA_OK(cudaDeviceSynchronize());
+    const auto st = statuses.get(ditems.size());
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      INFO("tensor " << i << ", rANS warps " << DT::rans_warps);
+      if (i == 5) {
+        CHECK(st[i] == status::buffer_too_small);
+      } else if (i == 3) {
+        // a flipped payload byte without checksums may decode to a well-formed wrong value
+        if (st[i] == status::success) CHECK(backs[i]->get(sizes[i] * sizeof(T)) != std::vector<std::uint8_t>(
+                                                reinterpret_cast<const std::uint8_t*>(tensors[i].data()),
+                                                reinterpret_cast<const std::uint8_t*>(tensors[i].data() + sizes[i])));
+      } else {
+        REQUIRE(st[i] == status::success);
+        const auto back = backs[i]->get(sizes[i] * sizeof(T));
+        REQUIRE((sizes[i] == 0 || std::memcmp(back.data(), tensors[i].data(), back.size()) == 0));
+      }
     }
-  }
+  };
+  decode_with(type_tag<tuning>{});
+  decode_with(type_tag<rans_warps>{});
 }
 
-TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]") {
-  using C = codec<bf16, codebook::histogram>;
+// One launch sequence captured and replayed: the histogram policy through the default decoder, and
+// rANS through the decoder by warps (four launches).
+template <class C, class DecodeTuning>
+struct captured {
+  using codec_type = C;
+  using decode_tuning = DecodeTuning;
+};
+using captured_histogram = captured<codec<bf16, codebook::histogram>, tuning>;
+using captured_rans_by_warps = captured<codec<bf16, codebook::entropy>, rans_warps>;
+
+TEMPLATE_TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]", captured_histogram,
+                   captured_rans_by_warps) {
+  using C = typename TestType::codec_type;
+  using DT = typename TestType::decode_tuning;
   const std::uint64_t n = 10 * chunk + 3;
   const auto v = testing::make_tensor<bf16>(n, 1.0);
   device_buffer<std::uint8_t> in(n * 2), out(zipccl::cuda::max_compressed_size<C, tuning>(n)), back(n * 2);
@@ -514,7 +620,7 @@ TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]") {
   in.put(reinterpret_cast<const std::uint8_t*>(v.data()), n * 2);
   std::size_t ct = 0, dt = 0;
   REQUIRE(zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
-  REQUIRE(zipccl::cuda::decompress<bf16, tuning>(nullptr, dt, out.p, out.n, back.p, n * 2, st.p, 0) == status::success);
+  REQUIRE(zipccl::cuda::decompress<bf16, DT>(nullptr, dt, out.p, out.n, back.p, n * 2, st.p, 0) == status::success);
   device_buffer<std::uint8_t> ctemp(ct), dtemp(dt);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
@@ -522,7 +628,7 @@ TEST_CASE("device compress and decompress under CUDA graph capture", "[gpu]") {
   CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   REQUIRE(zipccl::cuda::compress<C, tuning>(ctemp.p, ct, in.p, n, out.p, out.n, size.p, stream) == status::success);
   // the stream's exact size is only known on the device: decode with the buffer's capacity
-  REQUIRE(zipccl::cuda::decompress<bf16, tuning>(dtemp.p, dt, out.p, out.n, back.p, n * 2, st.p, stream) == status::success);
+  REQUIRE(zipccl::cuda::decompress<bf16, DT>(dtemp.p, dt, out.p, out.n, back.p, n * 2, st.p, stream) == status::success);
   CUDA_OK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));

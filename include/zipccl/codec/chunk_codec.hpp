@@ -862,8 +862,9 @@ ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t 
   if (format::mode_is_rans(h.mode)) {
 #if defined(__CUDA_ARCH__)
     // not in one device thread: its 16 KiB slot table would sit in local memory. The device
-    // decodes rANS in cuda::block_decode<E, Threads, true> (one warp per chunk), which
-    // cuda::decompress uses.
+    // decodes rANS in cuda::block_decode<E, Threads, true> (one warp of a block per chunk), which
+    // cuda::decompress uses, or with tuning<..., RansWarps > 0> in cuda/detail/warp_rans.cuh
+    // (every warp a chunk of its own).
     return rans::table_ok(chunk + rans::layout<E>::table_offset(body.base), h.table[0] + 1u, header_zero_symbols(h))
                ? status::unsupported_mode
                : status::corrupt;

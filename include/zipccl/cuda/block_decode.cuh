@@ -35,8 +35,10 @@
 // staging to the TempStorage (block_decode_takes_rans says whether a configuration stays within
 // the 48 KiB of static shared memory). With Entropy = false (the default) a rANS chunk gives
 // status::unsupported_mode after the host's checks of its header, mask, check value, padding,
-// table and states. cuda::decompress decodes rANS wherever block_decode_takes_rans holds. The
-// device rANS decoder has been compiled for sm_80 and sm_90 but has not yet run on a GPU.
+// table and states (one warp checks the table: detail::warp_table_ok). cuda::decompress decodes
+// rANS with this class wherever block_decode_takes_rans holds, or, with tuning<..., RansWarps > 0>,
+// one chunk per warp in a kernel of its own (detail/warp_rans.cuh) after this class built without
+// rANS has checked the chunk.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -49,6 +51,7 @@
 #include "../error.hpp"
 #include "../format/chunk.hpp"
 #include "detail/block_io.cuh"
+#include "detail/warp_rans.cuh"
 
 namespace zipccl::cuda {
 
@@ -254,12 +257,11 @@ class block_decode {
   // false), unsupported_mode. Block-uniform.
   __device__ status check_rans(const std::uint8_t* chunk, const format::chunk_header& h,
                                const codec_detail::body_shape& body) {
-    if (threadIdx.x == 0)
-      s_.verdict = static_cast<int>(
-          codec_detail::rans::table_ok(chunk + codec_detail::rans::layout<E>::table_offset(body.base), h.table[0] + 1u,
-                                       codec_detail::header_zero_symbols(h))
-              ? status::unsupported_mode
-              : status::corrupt);
+    if (threadIdx.x < 32) {  // warp 0 checks the table
+      const bool ok = detail::warp_table_ok(chunk + codec_detail::rans::layout<E>::table_offset(body.base),
+                                            h.table[0] + 1u, codec_detail::header_zero_symbols(h));
+      if (threadIdx.x == 0) s_.verdict = static_cast<int>(ok ? status::unsupported_mode : status::corrupt);
+    }
     __syncthreads();
     const status s = static_cast<status>(s_.verdict);
     __syncthreads();  // the verdict may be rewritten by the next call
@@ -282,7 +284,10 @@ class block_decode {
     // b: the rests (the body's elements, less its zeros with zero symbols)
     const std::uint64_t nsym = h.table[0] + 1u, n_words = h.escapes, b = rans::rests_of(body.elems, zero);
     const std::uint8_t* table = chunk + RL::table_offset(body.base);
-    if (t == 0) s_.verdict = rans::table_ok(table, nsym, zero) ? 1 : 0;
+    if (t < 32) {  // warp 0 checks the table
+      const bool ok = detail::warp_table_ok(table, nsym, zero);
+      if (t == 0) s_.verdict = ok ? 1 : 0;
+    }
     __syncthreads();
     const bool table_good = s_.verdict != 0;
     __syncthreads();  // the verdict may be rewritten by the next call

@@ -10,8 +10,10 @@
 // corrupt, checksum_mismatch, type_mismatch, buffer_too_small, ...: the same checks in the same
 // order, and of the chunks the lowest failing one); no access leaves the given buffers. The
 // host-side return value reports only argument and launch errors (cuda::last_error() has the
-// CUDA error behind a status::cuda_error). Three launches (validate, [prefix,] decode), nothing
-// allocated, nothing synchronised: graph capturable.
+// CUDA error behind a status::cuda_error; after a cuda_error return, *status_dev and the count
+// mean nothing: a launch that failed may leave the earlier ones enqueued). Three or four launches (validate, [prefix,] decode,
+// and with Tuning::rans_warps > 0 the rANS chunks, one per warp), nothing allocated, nothing
+// synchronised: graph capturable.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -49,26 +51,37 @@ inline decode_temp carve_decode_temp(std::uint8_t* base, std::uint32_t count) {
   return t;
 }
 
-// Validation, the flat chunk prefix (batches), then the decode grid: as many blocks as the
-// inputs could hold chunks, at most as many as the SMs hold at once (the occupancy calculator's
-// count for this kernel: its registers or shared memory, not a fixed number, bound it; each
-// block's one rANS decoding warp makes that count the decoder's parallelism).
-template <class E, class Tuning>
-status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t stream, const char* call) {
-  // the grid first: a query that fails then leaves nothing enqueued (no status written by a
-  // validation whose decode never ran, no partial graph under capture)
+// Blocks for one wave of `kernel` on this device (the occupancy calculator's count: registers
+// or shared memory, not a fixed number, bound it), at most `bound`.
+template <class Kernel>
+status wave_blocks(Kernel kernel, int threads, std::uint64_t bound, const char* call, std::uint64_t* blocks) {
   int device = 0, sms = 1, per_sm = 0;
   status s = check(cudaGetDevice(&device), call);
   if (s == status::success) s = check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), call);
-  if (s == status::success)
-    s = check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_kernel<E, Tuning::threads>, Tuning::threads, 0),
-              call);
+  if (s == status::success) s = check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), call);
   if (s != status::success) return s;
+  const std::uint64_t wave = static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1) * static_cast<unsigned>(sms);
+  *blocks = bound < wave ? bound : wave;
+  return status::success;
+}
+
+// Validation, the flat chunk prefix (batches), then the decode grid: as many blocks as the
+// inputs could hold chunks, at most one wave; with Tuning::rans_warps, then the rANS grid (as many
+// warps as the inputs could hold chunks, at most one wave). The grids are asked for before
+// anything is enqueued: a query that fails leaves nothing behind (no status written by a
+// validation whose decode never ran, no partial graph under capture).
+template <class E, class Tuning>
+status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t stream, const char* call) {
+  constexpr int W = Tuning::rans_warps;
+  const auto decode = decode_kernel<E, Tuning::threads, (W > 0)>;
   // every chunk takes at least its directory entry and a chunk header
   const std::uint64_t per_tensor = max_in_bytes / (format::directory_entry_bytes + format::chunk_header_bytes) + 1;
   const std::uint64_t chunks_bound = per_tensor > ~0ull / b.count ? ~0ull : per_tensor * b.count;
-  const std::uint64_t wave = static_cast<std::uint64_t>(per_sm > 0 ? per_sm : 1) * static_cast<unsigned>(sms);
-  const std::uint64_t blocks = chunks_bound < wave ? chunks_bound : wave;
+  std::uint64_t blocks = 0, rans_blocks = 0;
+  status s = wave_blocks(decode, Tuning::threads, chunks_bound, call, &blocks);
+  if constexpr (W > 0)
+    if (s == status::success) s = wave_blocks(rans_warps_kernel<E, W>, 32 * W, chunks_bound / W + 1, call, &rans_blocks);
+  if (s != status::success) return s;
   s = launch(call, dim3(1, b.count), dim3(256), stream, validate_kernel<E, 256>, b);
   if (s != status::success) return s;
   if (b.items != nullptr) {
@@ -76,8 +89,11 @@ status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t s
                validated_chunks{b.results, b.states}, b.count, b.chunk_prefix);
     if (s != status::success) return s;
   }
-  return launch(call, dim3(static_cast<unsigned>(blocks)), dim3(Tuning::threads), stream,
-                decode_kernel<E, Tuning::threads>, b);
+  s = launch(call, dim3(static_cast<unsigned>(blocks)), dim3(Tuning::threads), stream, decode, b);
+  if constexpr (W > 0)
+    if (s == status::success)
+      s = launch(call, dim3(static_cast<unsigned>(rans_blocks)), dim3(32 * W), stream, rans_warps_kernel<E, W>, b);
+  return s;
 }
 }  // namespace detail
 

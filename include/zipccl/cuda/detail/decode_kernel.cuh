@@ -11,6 +11,11 @@
 //                     with atomicMin, so the reported error is that of the lowest failing chunk,
 //                     as on the host; chunks after a known failure are skipped. The last block to
 //                     finish writes each tensor's status and element count.
+//                     With RansByWarps, its decoder is built without rANS: it checks every chunk
+//                     and decodes all but the rANS chunks, which it leaves to
+//   rans_warps_kernel one rANS chunk per warp (warp_rans.cuh), the chunks the decode kernel
+//                     checked and left, none at or after a known failure; its last block writes
+//                     the outcomes.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -26,6 +31,7 @@
 #include "../../format/stream.hpp"
 #include "../block_decode.cuh"
 #include "prefix.cuh"
+#include "warp_rans.cuh"
 
 namespace zipccl::cuda {
 // One tensor of a batched decompression (an array of these lives in device memory).
@@ -158,13 +164,38 @@ __global__ void __launch_bounds__(Threads) validate_kernel(decode_batch batch) {
   }
 }
 
-template <class E, int Threads>
+// Ends a decoding grid: the last block to finish (all of its threads call this) writes every
+// tensor's outcome, from the validation's verdict and the lowest failing chunk.
+template <int Threads>
+__device__ void finish_decode(const decode_batch& batch) {
+  __shared__ int last;
+  const unsigned t = threadIdx.x;
+  __syncthreads();  // every thread of the block is done with its chunks
+  if (t == 0) {
+    __threadfence();
+    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> done(*batch.blocks_done);
+    last = done.fetch_add(1, ::cuda::memory_order_acq_rel) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (std::uint32_t i = t; i < batch.count; i += Threads) {
+    const decode_params p = batch.item(i);
+    if (*p.result != status::success) continue;  // the validate kernel's verdict stands
+    ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device> failure(p.state->first_failure);
+    const unsigned long long f = failure.load(::cuda::memory_order_relaxed);
+    if (f != no_failure) *p.result = static_cast<status>(f & 0xFFu);
+    else if (p.count != nullptr) *p.count = p.state->header.count;
+  }
+}
+
+template <class E, int Threads, bool RansByWarps = false>
 __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
-  using decoder = block_decode<E, Threads, block_decode_takes_rans<E, Threads>>;  // rANS where it fits
+  // rANS here where it fits, unless rans_warps_kernel decodes it
+  using decoder = block_decode<E, Threads, !RansByWarps && block_decode_takes_rans<E, Threads>>;
   using L = format::chunk_layout<E>;
   __shared__ typename decoder::TempStorage tmp;
   __shared__ int skip;
-  __shared__ int last;
   const unsigned t = threadIdx.x;
   const std::uint64_t total = batch.total_chunks();
   for (std::uint64_t g = blockIdx.x; g < total; g += gridDim.x) {
@@ -184,27 +215,44 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
       const status s = format::chunk_mode_allowed(h, p.in[off])
                            ? decoder(tmp).decode(p.in + off, span, m, checksum, p.out + c * h.chunk_elems * L::elem_size)
                            : status::corrupt;
-      if (t == 0 && s != status::success) failure.fetch_min((c << 8) | static_cast<unsigned>(s));
+      // (built without rANS, the decoder reports unsupported_mode for a rANS chunk that passed
+      // every check, and only for that: rans_warps_kernel decodes it)
+      const bool left = RansByWarps && s == status::unsupported_mode;
+      if (t == 0 && s != status::success && !left) failure.fetch_min((c << 8) | static_cast<unsigned>(s));
     }
     __syncthreads();  // `skip` is rewritten for the next chunk
   }
-  // The last block to finish writes every tensor's outcome.
-  if (t == 0) {
-    __threadfence();
-    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> done(*batch.blocks_done);
-    last = done.fetch_add(1, ::cuda::memory_order_acq_rel) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (std::uint32_t i = t; i < batch.count; i += Threads) {
-    const decode_params p = batch.item(i);
-    if (*p.result != status::success) continue;  // the validate kernel's verdict stands
+  if constexpr (!RansByWarps) finish_decode<Threads>(batch);
+}
+
+// After decode_kernel<E, Threads, true>: each warp takes flat chunks warp, warp + warps, ... of
+// the grid and decodes those that are rANS chunks, unless that chunk or a lower one failed (so a
+// chunk that failed its checks is never decoded, and the lowest failure is still reported).
+template <class E, int Warps>
+__global__ void __launch_bounds__(32 * Warps) rans_warps_kernel(decode_batch batch) {
+  using decoder = warp_rans<E>;
+  using L = format::chunk_layout<E>;
+  __shared__ typename decoder::storage tmp[Warps];
+  const unsigned w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::uint64_t total = batch.total_chunks();
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * Warps;
+  for (std::uint64_t g = static_cast<std::uint64_t>(blockIdx.x) * Warps + w; g < total; g += stride) {
+    std::uint64_t c = 0;
+    const decode_params p = batch.item(batch.locate(g, &c));
     ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device> failure(p.state->first_failure);
-    const unsigned long long f = failure.load(::cuda::memory_order_relaxed);
-    if (f != no_failure) *p.result = static_cast<status>(f & 0xFFu);
-    else if (p.count != nullptr) *p.count = p.state->header.count;
+    const format::stream_header h = p.state->header;
+    const std::uint64_t off = format::directory_entry(p.in, c);
+    // lane 0 decides for the warp (another warp may lower the failure meanwhile)
+    int take = 0;
+    if (lane == 0)
+      take = failure.load(::cuda::memory_order_relaxed) >= ((c + 1) << 8) &&
+             format::mode_is_rans(static_cast<format::chunk_mode>(p.in[off]));
+    if (!__shfl_sync(0xFFFFFFFFu, take, 0)) continue;
+    const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
+    if (!decoder::decode(tmp[w], p.in + off, m, p.out + c * h.chunk_elems * L::elem_size) && lane == 0)
+      failure.fetch_min((c << 8) | static_cast<unsigned>(status::corrupt));
   }
+  finish_decode<32 * Warps>(batch);
 }
 
 }  // namespace zipccl::cuda::detail

@@ -1,0 +1,188 @@
+// zipccl: rANS chunks decoded one chunk per warp (cuda::decompress with tuning<..., RansWarps > 0>).
+//
+// A rANS chunk's 32 coding lanes form one serial chain of 32-wide steps (codec/rans.hpp), so a
+// decoder's parallelism is the number of chunks it decodes at once. cuda::block_decode gives a
+// chunk a whole block, of which one warp decodes while the others wait at the pass barriers; with
+// its 16 KiB slot table and staging, an SM of sm_90 holds 4 such decoding warps (docs/
+// PERFORMANCE.md). Here every warp decodes a chunk of its own, with no block barrier: its table
+// takes 5 KiB of shared memory (a symbol byte per slot and a word per symbol: two lookups a step
+// instead of one), the stream words and rests are read where they lie (consecutive, so mostly from
+// L1) and each step's 32 elements are stored straight to the output.
+//
+// The chunk's checks run before, in decode_kernel<E, Threads, true>: its block_decode, built
+// without rANS, checks the header, the mask, the check value, the padding, the table and the
+// states, and reports unsupported_mode for a rANS chunk that passed them, which that kernel then
+// leaves to this one. What only decoding can find (a stream or rests that run out or are left
+// over, a lane that does not end at 2^16) is found here: the same rules and the same status
+// (corrupt) as the host's decode_rans_body and block_decode.
+#pragma once
+
+#include <cstdint>
+
+#include "../../codec/chunk_codec.hpp"
+#include "../../codec/rans.hpp"
+#include "../../element.hpp"
+#include "../../format/chunk.hpp"
+#include "block_io.cuh"
+
+namespace zipccl::cuda::detail {
+
+// rans::table_ok by one warp (all 32 lanes call it; all get the answer): each lane checks its
+// share (rans::table_lane_share) and the warp adds up the bits and the frequencies.
+__device__ inline bool warp_table_ok(const std::uint8_t* p, std::uint64_t nsym, const codec_detail::rans::zero_symbols& z) {
+  constexpr unsigned full = 0xFFFFFFFFu;
+  codec_detail::rans::table_share r = codec_detail::rans::table_lane_share(p, nsym, z, threadIdx.x % 32);
+#pragma unroll
+  for (int d = 16; d > 0; d /= 2) {
+    r.bits += __shfl_xor_sync(full, r.bits, d);
+    r.sum += __shfl_xor_sync(full, r.sum, d);
+  }
+  return __all_sync(full, r.ok) && r.bits == nsym && r.sum == codec_detail::rans::prob_total;
+}
+
+template <class E>
+struct warp_rans {
+  using bits_type = typename E::bits_type;
+
+  // One warp's tables: the symbol of each slot, and per symbol its frequency (bits 16..28) and
+  // its first slot (bits 0..11).
+  struct storage {
+    std::uint32_t entry[codec_detail::rans::symbols];
+    std::uint8_t symbol[codec_detail::rans::prob_total];
+  };
+
+  // Decodes the rANS chunk at `chunk` (m elements; it passed the checks above) into out (any
+  // alignment). All 32 lanes of the warp call it, with the same arguments; all get the same
+  // answer: whether the chunk decoded (false: corrupt).
+  __device__ static bool decode(storage& s, const std::uint8_t* chunk, std::uint64_t m, std::uint8_t* out) {
+    namespace rans = codec_detail::rans;
+    using S = rans::split<E>;
+    using RL = rans::layout<E>;
+    constexpr unsigned full = 0xFFFFFFFFu;
+    const unsigned lane = threadIdx.x % 32;
+    const unsigned below = (1u << lane) - 1u;  // the lanes before this one
+
+    const format::chunk_header h = format::read_chunk_header(chunk);
+    format::zero_mask_summary z;
+    if (format::mode_has_zero_mask(h.mode)) {  // the mask's zero elements: one byte a lane or so
+      const std::uint8_t* mask = chunk + format::chunk_header_bytes;
+      std::uint32_t zero = 0;
+      for (std::uint64_t i = lane; i < format::zero_mask_bytes(m); i += 32)
+        zero += static_cast<std::uint32_t>(format::zero_mask_byte_elems(m, i, mask[i]));
+#pragma unroll
+      for (int d = 16; d > 0; d /= 2) zero += __shfl_xor_sync(full, zero, d);  // at most m < 2^32
+      z.zero_elems = zero;
+    }
+    const codec_detail::body_shape body = codec_detail::chunk_body<E>(h, m, z, chunk);
+    const rans::zero_symbols zero = codec_detail::header_zero_symbols(h);
+    const std::uint64_t nsym = h.table[0] + 1u, n_words = h.escapes, b = rans::rests_of(body.elems, zero);
+    const std::uint8_t* table = chunk + RL::table_offset(body.base);
+
+    // the tables: lane l looks at symbol 32q + l of each 32-symbol slice of the bitmap; the
+    // present ones take their frequencies in order and their first slots from a warp scan, and the
+    // warp fills each one's slots together
+    __syncwarp();  // every lane is done with the previous chunk's tables
+    {
+      std::uint32_t k0 = 0, cum0 = 0;
+      for (unsigned q = 0; q < rans::symbols / 32; ++q) {
+        const unsigned sym = 32 * q + lane;
+        const bool present = ((table[sym / 8] >> (sym % 8)) & 1u) != 0;
+        const unsigned have = __ballot_sync(full, present);
+        const std::uint32_t f =
+            present ? format::load_le<std::uint16_t>(table + rans::bitmap_bytes + 2 * (k0 + __popc(have & below))) : 0u;
+        std::uint32_t incl = f;
+#pragma unroll
+        for (unsigned d = 1; d < 32; d *= 2) {
+          const std::uint32_t o = __shfl_up_sync(full, incl, d);
+          if (lane >= d) incl += o;
+        }
+        const std::uint32_t cum = cum0 + incl - f;
+        if (present) s.entry[sym] = (f << 16) | cum;
+        for (unsigned left = have; left != 0; left &= left - 1u) {
+          const int from = __ffs(left) - 1;
+          const std::uint32_t fs = __shfl_sync(full, f, from), cs = __shfl_sync(full, cum, from);
+          for (std::uint32_t j = lane; j < fs && cs + j < rans::prob_total; j += 32)  // (bounded: see below)
+            s.symbol[cs + j] = static_cast<std::uint8_t>(32 * q + from);
+        }
+        k0 += static_cast<std::uint32_t>(__popc(have));
+        cum0 += __shfl_sync(full, incl, 31);
+      }
+      // decode_kernel checked the table (frequencies 1..4096 summing to 4096), so this holds; the
+      // fill's bound and this test keep a table that somehow did not from writing past the warp's
+      // storage or decoding from a partial table
+      if (cum0 != rans::prob_total || k0 != nsym) return false;  // (the same in every lane)
+    }
+    __syncwarp();
+
+    const std::uint8_t* words = chunk + RL::words_offset(body.base, nsym);
+    const std::uint8_t* bytes = chunk + RL::bytes_offset(b, body.base, nsym);
+    const std::uint8_t* stream = chunk + RL::stream_offset(b, body.base, nsym);
+    const bool stream_aligned = aligned_to(stream, 2), words_aligned = aligned_to(words, 2);
+    const bool out_aligned = aligned_to(out, sizeof(bits_type));
+    std::uint32_t x = format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane);
+    std::uint64_t next = 0, j = 0;  // the next stream word, the next rest
+    bool bad = false;
+    const std::uint64_t groups = (m + format::group_elems - 1) / format::group_elems;
+    for (std::uint64_t g = 0; g < groups; ++g) {
+      const std::uint64_t first = g * format::group_elems;
+      const unsigned lanes = format::group_lanes(m, g);
+      const bool live = lane < lanes;
+      bits_type v = 0;
+      if (!codec_detail::in_zero_group(body, g)) {
+        // the word this lane would hand over if rank `lane` of the renormalising lanes
+        const std::uint32_t ahead = next + lane < n_words ? u16_at(stream + 2 * (next + lane), stream_aligned) : 0u;
+        std::uint32_t sym = 0;
+        bool need = false;
+        if (live) {
+          const std::uint32_t slot = x & (rans::prob_total - 1u);
+          sym = s.symbol[slot];
+          const std::uint32_t e = s.entry[sym];
+          x = (e >> 16) * (x >> rans::prob_bits) + slot - (e & 0xFFFFu);
+          need = x < rans::state_low;
+        }
+        // the lanes with a rest (with zero symbols: not the zeros) take the next rests in lane order
+        const bool is_pos = zero.on && sym == zero.pos, is_neg = zero.on && sym == zero.neg;
+        const unsigned resters = __ballot_sync(full, live && !is_pos && !is_neg);
+        if (live) {
+          const std::uint64_t k = j + static_cast<unsigned>(__popc(resters & below));
+          if (is_pos || is_neg) {
+            v = is_pos ? bits_type(0) : S::negative_zero;
+          } else if (k >= b) {
+            bad = true;  // the rests ran out
+          } else {
+            std::uint32_t word = 0;
+            if constexpr (S::word_bytes != 0) word = u16_at(words + 2 * k, words_aligned);
+            v = S::join(sym, __ldg(bytes + k), word);
+          }
+        }
+        // the lanes below 2^16 take the next words in lane order
+        const unsigned takers = __ballot_sync(full, need);
+        const unsigned rank = static_cast<unsigned>(__popc(takers & below));
+        const std::uint32_t word = __shfl_sync(full, ahead, static_cast<int>(rank));
+        if (need) {
+          if (next + rank >= n_words) bad = true;  // the stream ran out
+          else x = (x << 16) | word;
+        }
+        next += static_cast<unsigned>(__popc(takers));
+        j += static_cast<unsigned>(__popc(resters));
+      }
+      if (live) {
+        std::uint8_t* p = out + (first + lane) * sizeof(bits_type);
+        if (out_aligned) *reinterpret_cast<bits_type*>(p) = v;
+        else format::store_le<bits_type>(p, v);
+      }
+    }
+    // words or rests left over, or a lane off 2^16
+    if (next != n_words || j != b || x != rans::state_low) bad = true;
+    return !__any_sync(full, bad);
+  }
+
+ private:
+  // A 16-bit little-endian word of the (read-only) chunk.
+  __device__ __forceinline__ static std::uint32_t u16_at(const std::uint8_t* p, bool aligned) {
+    if (aligned) return __ldg(reinterpret_cast<const unsigned short*>(p));
+    return static_cast<std::uint32_t>(__ldg(p)) | (static_cast<std::uint32_t>(__ldg(p + 1)) << 8);
+  }
+};
+
+}  // namespace zipccl::cuda::detail
