@@ -233,6 +233,12 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("bf16/entropy/decompress_warps8",
                                bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<256, 32, 8>>)
       ->Arg(256)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+  // the checking kernel before the warps has blocks of Threads threads: with 64, more chunks are
+  // checked at once (per chunk it is a short chain of dependent steps: header, hash, padding,
+  // table), if registers rather than the chain bound it
+  benchmark::RegisterBenchmark("bf16/entropy/decompress_warps4_threads64",
+                               bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<64, 32, 4>>)
+      ->Arg(256)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
   for (long mib : {64L, 256L}) {
     benchmark::RegisterBenchmark("bucket_1000x4KiB_plus_large/compress", bm_bucket<false>)
         ->Arg(mib)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
