@@ -315,7 +315,7 @@ class block_decode {
     const bool coder = t < 32;  // warp 0 decodes
     std::uint32_t x = coder ? format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane) : 0u;
     std::uint64_t next = 0, j = 0;  // the next stream word; the next rest (warp 0)
-    int bad = 0;
+    bool bad = false;
     constexpr std::uint64_t P = 8ull * Threads;  // elements per pass: at most P body elements and P words
     for (std::uint64_t base = 0; base < m; base += P) {
       // the block copies the pass's inputs: P rest bytes (and words) from j0, P stream words from
@@ -343,40 +343,18 @@ class block_decode {
             // the words this group could take, one per lane (next - next0 + lane < P: a pass's
             // groups before this one took at most P - 32 words)
             const std::uint32_t ahead = next + lane < n_words ? s_.rans.stream[next - next0 + lane] : 0u;
-            std::uint32_t need = 0, sym = 0;
-            if (live) {
-              const std::uint32_t e = s_.rans.slot[x & (rans::prob_total - 1u)];
-              x = rans::decode_table::freq(e) * (x >> rans::prob_bits) + rans::decode_table::offset(e);
-              sym = rans::decode_table::symbol(e);
-              need = x < rans::state_low ? 1u : 0u;
-            }
-            // the lanes with a rest (with zero symbols: not the zeros) take the next rests in lane
-            // order
-            const bool is_pos = zero.on && sym == zero.pos, is_neg = zero.on && sym == zero.neg;
-            const unsigned resters = __ballot_sync(0xFFFFFFFFu, live && !is_pos && !is_neg);
-            if (live) {
-              const unsigned before = static_cast<unsigned>(__popc(resters & ((1u << lane) - 1u)));
-              if (is_pos || is_neg) {
-                v = is_pos ? bits_type(0) : S::negative_zero;
-              } else if (j + before >= b) {
-                bad = 1;  // the rests ran out
-              } else {
-                const std::uint64_t k = j - j0 + before;  // below P: the pass's rests so far
-                std::uint32_t word = 0;
-                if constexpr (has_words) word = s_.rans.words[k];
-                v = S::join(sym, s_.rans.rest[k], word);
-              }
-            }
-            // the lanes below 2^16 take the next words in lane order
-            const unsigned takers = __ballot_sync(0xFFFFFFFFu, need != 0);
-            const unsigned rank = __popc(takers & ((1u << lane) - 1u));
-            const std::uint32_t word = __shfl_sync(0xFFFFFFFFu, ahead, static_cast<int>(rank));
-            if (need) {
-              if (next + rank >= n_words) bad = 1;  // the stream ran out
-              else x = (x << 16) | word;
-            }
-            next += __popc(takers);
-            j += static_cast<unsigned>(__popc(resters));
+            v = detail::rans_group<E>(
+                x, live, zero, ahead, n_words, b, next, j, bad,
+                [&](std::uint32_t& y) {
+                  const std::uint32_t e = s_.rans.slot[y & (rans::prob_total - 1u)];
+                  y = rans::decode_table::freq(e) * (y >> rans::prob_bits) + rans::decode_table::offset(e);
+                  return rans::decode_table::symbol(e);
+                },
+                [&](std::uint32_t sym, std::uint64_t k) {  // k - j0 < P: the pass's rests so far
+                  std::uint32_t word = 0;
+                  if constexpr (has_words) word = s_.rans.words[k - j0];
+                  return S::join(sym, s_.rans.rest[k - j0], word);
+                });
           }
           if (live) s_.rans.staged[first + lane - base] = v;
         }
@@ -402,7 +380,7 @@ class block_decode {
       // thread has taken its runs)
     }
     // words or rests left over, or a lane off 2^16
-    if (coder && (next != n_words || j != b || x != rans::state_low)) bad = 1;
+    if (coder && (next != n_words || j != b || x != rans::state_low)) bad = true;
     return __syncthreads_or(bad) ? status::corrupt : status::success;
   }
 

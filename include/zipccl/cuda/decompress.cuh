@@ -11,9 +11,9 @@
 // order, and of the chunks the lowest failing one); no access leaves the given buffers. The
 // host-side return value reports only argument and launch errors (cuda::last_error() has the
 // CUDA error behind a status::cuda_error; after a cuda_error return, *status_dev and the count
-// mean nothing: a launch that failed may leave the earlier ones enqueued). Three or four launches (validate, [prefix,] decode,
-// and with Tuning::rans_warps > 0 the rANS chunks, one per warp), nothing allocated, nothing
-// synchronised: graph capturable.
+// mean nothing: a launch that failed may leave the earlier ones enqueued). Three or four launches
+// (validate, [prefix,] decode, and with Tuning::rans_warps > 0 the rANS chunks, one per warp),
+// nothing allocated, nothing synchronised: graph capturable.
 #pragma once
 
 #include <cuda_runtime.h>

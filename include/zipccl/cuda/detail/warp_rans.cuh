@@ -40,6 +40,50 @@ __device__ inline bool warp_table_ok(const std::uint8_t* p, std::uint64_t nsym, 
   return __all_sync(full, r.ok) && r.bits == nsym && r.sum == codec_detail::rans::prob_total;
 }
 
+// One group of a rANS body, for the 32 lanes of a warp (every lane calls it; both device
+// decoders use it): each live lane steps its state x with step(x), which returns the symbol and
+// advances x before renormalisation; the lanes that carry a rest (with zero symbols: not the
+// zeros) take rests j, j + 1, ... in lane order, as join(symbol, k) -> the element (k < b); the
+// lanes whose state fell below 2^16 take stream words next, next + 1, ... in lane order, from the
+// word `ahead` that lane r loaded for rank r (stream word next + r, or 0 past n_words). A stream
+// or rests that run out set bad. Returns this lane's element (0 for a lane that is not live).
+template <class E, class Step, class Join>
+__device__ __forceinline__ typename E::bits_type rans_group(std::uint32_t& x, bool live,
+                                                            const codec_detail::rans::zero_symbols& zero,
+                                                            std::uint32_t ahead, std::uint64_t n_words, std::uint64_t b,
+                                                            std::uint64_t& next, std::uint64_t& j, bool& bad,
+                                                            Step&& step, Join&& join) {
+  namespace rans = codec_detail::rans;
+  using S = rans::split<E>;
+  constexpr unsigned full = 0xFFFFFFFFu;
+  const unsigned below = (1u << (threadIdx.x % 32)) - 1u;  // the lanes before this one
+  typename E::bits_type v = 0;
+  std::uint32_t sym = 0;
+  bool need = false;
+  if (live) {
+    sym = step(x);
+    need = x < rans::state_low;
+  }
+  const bool is_pos = zero.on && sym == zero.pos, is_neg = zero.on && sym == zero.neg;
+  const unsigned resters = __ballot_sync(full, live && !is_pos && !is_neg);
+  if (live) {
+    const std::uint64_t k = j + static_cast<unsigned>(__popc(resters & below));
+    if (is_pos || is_neg) v = is_pos ? typename E::bits_type(0) : S::negative_zero;
+    else if (k >= b) bad = true;  // the rests ran out
+    else v = join(sym, k);
+  }
+  const unsigned takers = __ballot_sync(full, need);
+  const unsigned rank = static_cast<unsigned>(__popc(takers & below));
+  const std::uint32_t word = __shfl_sync(full, ahead, static_cast<int>(rank));
+  if (need) {
+    if (next + rank >= n_words) bad = true;  // the stream ran out
+    else x = (x << 16) | word;
+  }
+  next += static_cast<unsigned>(__popc(takers));
+  j += static_cast<unsigned>(__popc(resters));
+  return v;
+}
+
 template <class E>
 struct warp_rans {
   using bits_type = typename E::bits_type;
@@ -131,40 +175,19 @@ struct warp_rans {
       if (!codec_detail::in_zero_group(body, g)) {
         // the word this lane would hand over if rank `lane` of the renormalising lanes
         const std::uint32_t ahead = next + lane < n_words ? u16_at(stream + 2 * (next + lane), stream_aligned) : 0u;
-        std::uint32_t sym = 0;
-        bool need = false;
-        if (live) {
-          const std::uint32_t slot = x & (rans::prob_total - 1u);
-          sym = s.symbol[slot];
-          const std::uint32_t e = s.entry[sym];
-          x = (e >> 16) * (x >> rans::prob_bits) + slot - (e & 0xFFFFu);
-          need = x < rans::state_low;
-        }
-        // the lanes with a rest (with zero symbols: not the zeros) take the next rests in lane order
-        const bool is_pos = zero.on && sym == zero.pos, is_neg = zero.on && sym == zero.neg;
-        const unsigned resters = __ballot_sync(full, live && !is_pos && !is_neg);
-        if (live) {
-          const std::uint64_t k = j + static_cast<unsigned>(__popc(resters & below));
-          if (is_pos || is_neg) {
-            v = is_pos ? bits_type(0) : S::negative_zero;
-          } else if (k >= b) {
-            bad = true;  // the rests ran out
-          } else {
-            std::uint32_t word = 0;
-            if constexpr (S::word_bytes != 0) word = u16_at(words + 2 * k, words_aligned);
-            v = S::join(sym, __ldg(bytes + k), word);
-          }
-        }
-        // the lanes below 2^16 take the next words in lane order
-        const unsigned takers = __ballot_sync(full, need);
-        const unsigned rank = static_cast<unsigned>(__popc(takers & below));
-        const std::uint32_t word = __shfl_sync(full, ahead, static_cast<int>(rank));
-        if (need) {
-          if (next + rank >= n_words) bad = true;  // the stream ran out
-          else x = (x << 16) | word;
-        }
-        next += static_cast<unsigned>(__popc(takers));
-        j += static_cast<unsigned>(__popc(resters));
+        v = rans_group<E>(
+            x, live, zero, ahead, n_words, b, next, j, bad,
+            [&](std::uint32_t& y) {
+              const std::uint32_t slot = y & (rans::prob_total - 1u);
+              const std::uint32_t sym = s.symbol[slot], e = s.entry[sym];
+              y = (e >> 16) * (y >> rans::prob_bits) + slot - (e & 0xFFFFu);
+              return sym;
+            },
+            [&](std::uint32_t sym, std::uint64_t k) {
+              std::uint32_t word = 0;
+              if constexpr (S::word_bytes != 0) word = u16_at(words + 2 * k, words_aligned);
+              return S::join(sym, __ldg(bytes + k), word);
+            });
       }
       if (live) {
         std::uint8_t* p = out + (first + lane) * sizeof(bits_type);
