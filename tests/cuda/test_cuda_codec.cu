@@ -269,8 +269,9 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
   }
 }
 
-// rANS by warps with more chunks than warps (12,000 chunks of 1,024 elements: an H200 holds 5,280
-// warps of rans_warps_kernel<E, 4> and 4,224 one-warp blocks), so that warps decode chunk after
+// rANS by warps with more chunks than warps (12,000 chunks of 1,024 elements: an H200 holds about 4,752
+// warps of rans_warps_kernel<E, 4> at 56 registers a thread, 36 an SM, and fewer one-warp
+// blocks), so that warps decode chunk after
 // chunk in the same shared memory; then several damaged chunks at once (the tails of some, where
 // the rANS stream words and the padding lie, and the check value of one), so that both kernels
 // find failures and the lowest failing chunk's status must win, as on the host.
@@ -817,6 +818,44 @@ TEST_CASE("decompress_batch: one large tensor among a thousand small ones", "[gp
     REQUIRE(statuses[i] == status::success);
     REQUIRE(got_counts[i] == sizes[i]);
     REQUIRE(std::memcmp(outs[i]->get(sizes[i] * 2).data(), tensors[i].data(), sizes[i] * 2) == 0);
+  }
+}
+
+// max_in_bytes of 2^64 - 1 ("no bound") over a batch whose grid bound then saturates at 2^64 - 1:
+// with rANS by one-warp blocks, the rANS grid was that bound / 1 + 1, which wrapped to 0 blocks,
+// and the launch failed after the validation was enqueued (found by review, 2026-12-04).
+using one_warp_blocks = zipccl::cuda::tuning<64, 32, 1>;
+TEMPLATE_TEST_CASE("decompress_batch with max_in_bytes 2^64 - 1: every tuning decodes, none launches an empty grid",
+                   "[gpu][rans-warps]", one_warp_blocks, rans_warps, tuning) {
+  using T = TestType;
+  using C = codec<bf16, codebook::entropy>;
+  const std::uint64_t n = 3 * chunk + 5;
+  const auto v = testing::make_tensor<bf16>(n, 0.02, testing::distribution::gaussian, 91);
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  const auto s = host::compress<C>(v.data(), n, opt);
+  const std::uint32_t count = 40;  // (2^60 chunks a tensor could hold, times 40: past 2^64)
+  device_buffer<std::uint8_t> in(s.size()), out(count * n * 2);
+  in.put(s.data(), s.size());
+  std::vector<zipccl::cuda::decompress_item> items;
+  for (std::uint32_t i = 0; i < count; ++i) items.push_back({in.p, s.size(), out.p + i * n * 2, n * 2});
+  device_buffer<zipccl::cuda::decompress_item> items_dev(count);
+  items_dev.put(items.data(), count);
+  device_buffer<status> st(count);
+  std::size_t tb = 0;
+  const std::uint64_t unbounded = ~0ull;
+  REQUIRE(zipccl::cuda::decompress_batch<bf16, T>(nullptr, tb, items_dev.p, count, unbounded, st.p, 0) ==
+          status::success);
+  device_buffer<std::uint8_t> temp(tb);
+  REQUIRE(zipccl::cuda::decompress_batch<bf16, T>(temp.p, tb, items_dev.p, count, unbounded, st.p, 0) ==
+          status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  const auto statuses = st.get(count);
+  const auto back = out.get(count * n * 2);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    INFO("tensor " << i);
+    REQUIRE(statuses[i] == status::success);
+    REQUIRE(std::memcmp(back.data() + i * n * 2, v.data(), n * 2) == 0);
   }
 }
 

@@ -80,7 +80,8 @@ status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t s
   std::uint64_t blocks = 0, rans_blocks = 0;
   status s = wave_blocks(decode, Tuning::threads, chunks_bound, call, &blocks);
   if constexpr (W > 0)
-    if (s == status::success) s = wave_blocks(rans_warps_kernel<E, W>, 32 * W, chunks_bound / W + 1, call, &rans_blocks);
+    if (s == status::success) s = wave_blocks(rans_warps_kernel<E, W>, 32 * W, chunks_bound / W + (chunks_bound % W != 0), call,
+                      &rans_blocks);  // (not / W + 1: a bound of 2^64 - 1 with W = 1 would wrap to 0 blocks)
   if (s != status::success) return s;
   s = launch(call, dim3(1, b.count), dim3(256), stream, validate_kernel<E, 256>, b);
   if (s != status::success) return s;
@@ -99,7 +100,9 @@ status launch_decode(decode_batch& b, std::uint64_t max_in_bytes, cudaStream_t s
 
 // Two-phase temp storage (any alignment). The outcome goes to *status_dev: the same status
 // host::decompress_as<E> returns for the same bytes and capacity; *count_dev (optional) gets the
-// element count once the whole stream decoded.
+// element count once the whole stream decoded. The input must stay as it is until the stream has
+// run the call's work (with Tuning::rans_warps, one kernel checks the rANS chunks' headers and
+// tables and the next decodes them on the strength of those checks).
 template <class E, class Tuning = default_tuning>
 status decompress(void* temp, std::size_t& temp_bytes, const void* in, std::uint64_t in_bytes, void* out,
                   std::uint64_t out_capacity, status* status_dev, cudaStream_t stream,
