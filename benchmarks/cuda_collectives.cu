@@ -161,23 +161,21 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
   std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
   std::vector<cudaStream_t> streams(ranks, nullptr);
   zipccl::status* st = nullptr;
-  struct cleanup {  // on every return: the pipelines, then the streams and the status words
+  struct cleanup {  // on every return: the pipelines, then the status words (the streams are the world's)
     std::vector<std::unique_ptr<zipccl::cuda::pipeline>>& pipes;
-    std::vector<cudaStream_t>& streams;
     zipccl::status*& st;
     ~cleanup() {
       pipes.clear();
-      for (auto s : streams)
-        if (s) cudaStreamDestroy(s);
       cudaFree(st);
     }
-  } done{pipes, streams, st};
+  } done{pipes, st};
   if (cudaMallocManaged(&st, sizeof(zipccl::status) * ranks) != cudaSuccess) {
     state.SkipWithError("cudaMallocManaged failed");
     return;
   }
   const std::uint64_t block = w == which::all_reduce ? (count + ranks - 1) / ranks : count;
-  for (int r = 0; r < ranks; ++r) cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking);
+  // the world's rank streams, whose hardware queues it has checked (the ranks' waits spin)
+  for (int r = 0; r < ranks; ++r) streams[r] = world.stream(r);
   for (int r = 0; r < ranks && pipelined; ++r) {  // on the world's transfer streams (queues of their own)
     pipes.push_back(zipccl::cuda::make_pipeline(world.rank(r), zipccl::cuda::pipeline_slots(block, opt)));
     if (!pipes.back()) {

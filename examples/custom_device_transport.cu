@@ -86,6 +86,12 @@ int main() {
         cudaMemcpy(in[r], v.data(), count * 2, cudaMemcpyHostToDevice) != cudaSuccess)
       return 1;
   }
+  // the ranks' waits spin until another rank's kernel releases them: streams of one's own must
+  // run side by side (a hardware queue each), which the world checks
+  if (world.run_together(streams) != zipccl::status::success) {
+    std::printf("the ranks' streams do not run side by side (they share a hardware queue)\n");
+    return 1;
+  }
   // every rank's calls only enqueue: one thread can issue them all
   for (int r = 0; r < n; ++r)
     if (zipccl::cuda::all_gather<C>(in[r], packed[r], count, ts[r], ws[r], ws_bytes, &st[r], streams[r], opt) !=

@@ -8,8 +8,9 @@
 #      copy; the rANS decoder by blocks of 64, 128 and 256 threads and by blocks of 2, 4 and 8
 #      warps);
 #   3. runs the tests of cuda_local and the collectives (which stalled on the first lease), one
-#      binary at a time within the budget, cuda_local's again under lazy loading, and the
-#      collectives' and the subspace codec's benchmarks;
+#      binary at a time within the budget (32 hardware queues), cuda_local's again under lazy
+#      loading and at CUDA's default of 8 queues, and the collectives' and the subspace codec's
+#      benchmarks;
 #   4. runs the host AVX-512 tests (and the host rANS benchmark) where the CPU has AVX-512;
 #   5. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
 #   6. prints a short summary table last.
@@ -50,6 +51,12 @@ marker=$(mktemp)  # the files written after it are this run's (packed at the end
 # lazy load may wait for the whole context (cuda_local.cuh): the benchmarks and examples that run
 # it load every kernel up front, as the tests do (one step below runs the transport test lazily)
 export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
+# and the ranks' streams need a hardware queue each, which CUDA maps from streams in a way it does
+# not document: 32 queues (CUDA's most; 8 unless set; the tests and the collectives' benchmark ask
+# for 32 themselves too). Since 2026-12-04 a world checks that its streams run side by side and
+# throws timed_out where they do not, and the tests run the ranks on the world's streams; one step
+# below runs the transport test at CUDA's default of 8, to compare
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 start=$(date +%s)
 summary=()
 # each result is printed as it comes too, so that a run stopped at the lease's limit still says
@@ -184,6 +191,22 @@ else
     note "cuda_local, lazy loading|pass|$(grep -E 'All tests passed' "$out/cuda-local-lazy.log" | tail -1)"
   else
     note "cuda_local, lazy loading|FAIL|$(grep -E 'watchdog' "$out/cuda-local-lazy.log" | head -1 | cut -c1-200)"
+  fi
+  ends_tests
+fi
+# and at CUDA's default of 8 hardware queues: where the worlds refuse their streams here (timed_out,
+# "do not run side by side") but not at 32, two streams shared a queue there (the first lease's
+# stall came at 32 queues, with the tests' own streams, which a mapping of streams to queues in
+# creation order would have kept apart: so either the mapping is not that, or the cause is another)
+if [ $local_passed = 0 ]; then
+  note "cuda_local, 8 queues|skip|not passed at 32"
+elif ! have 90; then
+  note "cuda_local, 8 queues|skip|out of time"
+else
+  if CUDA_DEVICE_MAX_CONNECTIONS=8 timeout -k 5 60 build-gpu/bin/test_cuda_local >"$out/cuda-local-8-queues.log" 2>&1; then
+    note "cuda_local, 8 queues|pass|$(grep -E 'All tests passed' "$out/cuda-local-8-queues.log" | tail -1)"
+  else
+    note "cuda_local, 8 queues|FAIL|$(grep -m1 -E 'side by side|watchdog|FAILED' "$out/cuda-local-8-queues.log" | cut -c1-200)"
   fi
   ends_tests
 fi

@@ -92,7 +92,7 @@ TEST_CASE("one segment per block (segment_elems 0) and the adaptive strategy on 
   opt.pipeline.segment_elems = 0;  // the device caps it
   ranks_on_gpu g(4);
   cuda_local_world world(4);
-  g.world = &world;
+  g.attach(world);
   const auto want = host_reference<C>(2, 4, 300000, op::sum);
   const auto a = on_device<C, strategy::always>(2, 4, 300000, op::sum, opt, g, world);
   for (int r = 0; r < 4; ++r) CHECK(a[r] == want[r]);
@@ -115,7 +115,7 @@ TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's, on one s
   const std::uint64_t count = 32ull << 20;  // 64 MiB of bf16 per rank
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   const auto want = host_reference<C>(2, n, count, op::sum);
   const auto got = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world);
   CHECK(differences<T>(g, want, {{"one stream", &got}}) == "");
@@ -132,7 +132,7 @@ TEST_CASE("a compressed all_reduce captured in CUDA graphs replays 100 times wit
   collective_options opt;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
@@ -178,7 +178,7 @@ TEST_CASE("a corrupt segment is an error on every rank, never a hang", "[gpu][cu
   opt.codec.checksum = true;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
@@ -213,7 +213,7 @@ TEST_CASE("a count that differs on one rank is size_mismatch on every rank, neve
     INFO(name_of(which));
     ranks_on_gpu g(n);
     cuda_local_world world(n);
-    g.world = &world;
+    g.attach(world);
     collective_options opt;
     opt.pipeline.segment_elems = 16384;
     const std::uint64_t big = 100000;
@@ -257,7 +257,7 @@ TEST_CASE("a segment over its wire budget is wire_overflow, never a wrong value"
   const std::uint64_t count = 40000;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   collective_options opt;
   const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
@@ -321,7 +321,7 @@ template <class Codec, class Strategy>
 std::vector<std::vector<typename Codec::bits_type>> a2a_on_device(int n, const collective_options& opt, ranks_on_gpu& g,
                                                                  cuda_local_world& world, bool pipelined) {
   using T = typename Codec::bits_type;
-  g.world = &world;
+  g.attach(world);
   std::vector<a2a_counts> counts;
   std::uint64_t ws_bytes = 0;
   for (int r = 0; r < n; ++r) {
@@ -361,7 +361,7 @@ TEMPLATE_LIST_TEST_CASE("device all_to_all with variable counts equals the host'
     INFO(n << " ranks");
     ranks_on_gpu g(n);
     cuda_local_world world(n);
-    g.world = &world;
+    g.attach(world);
     const auto want = a2a_reference<TestType>(n);
     for (const bool pipelined : {false, true}) {
       INFO((pipelined ? "pipelined" : "one stream"));
@@ -387,7 +387,7 @@ TEST_CASE("a device all_to_all whose counts differ between a pair is size_mismat
   INFO((pipelined ? "pipelined" : "one stream"));
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   collective_options opt;
   std::vector<std::uint64_t> counts(n, 5000), displs(n);
   for (int p = 0; p < n; ++p) displs[p] = static_cast<std::uint64_t>(p) * 6000;
@@ -418,7 +418,7 @@ TEST_CASE("pipelined lanes with too few segment slots are refused before anythin
   using C = codec<bf16, codebook::analytic_gaussian>;
   ranks_on_gpu g(2);
   cuda_local_world world(2);
-  g.world = &world;
+  g.attach(world);
   collective_options opt;
   opt.pipeline.segment_elems = 8192;
   const std::uint64_t count = 5 * 8192;  // five segments per block: a reduce_scatter needs five slots
@@ -471,7 +471,7 @@ TEST_CASE("a one-stream all_gather and all_reduce run in exactly their one-strea
   opt.pipeline.segment_elems = 16384;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   for (int which : {0, 2}) {
     INFO(name_of(which));
     const std::uint64_t small = which == 0 ? zipccl::cuda::all_gather_workspace<C>(count, n, opt, false)
@@ -588,7 +588,7 @@ TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a misma
     INFO("count " << count);
     ranks_on_gpu g(2);
     cuda_local_world world(2);
-    g.world = &world;
+    g.attach(world);
     const std::uint64_t ws_bytes = zipccl::cuda::send_recv_workspace<TestType>(count + 1, opt);
     g.workspace(ws_bytes);
     const auto v = input_of<TestType>(count, 0);
@@ -619,7 +619,7 @@ TEST_CASE("device collectives refuse bad arguments and abort the transport", "[g
   using C = codec<bf16, codebook::analytic_gaussian>;
   ranks_on_gpu g(2);
   cuda_local_world world(2);
-  g.world = &world;
+  g.attach(world);
   collective_options opt;
   const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(1000, 2, opt);
   g.workspace(ws_bytes);
@@ -651,7 +651,7 @@ TEST_CASE("a device communicator grows its workspace, reports through result(), 
   const std::uint64_t count = 70000;
   ranks_on_gpu g(n);
   cuda_local_world world(n);
-  g.world = &world;
+  g.attach(world);
   using comm_t = communicator<C, strategy::always, cuda_local_transport>;
   std::vector<std::unique_ptr<comm_t>> comms;
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;

@@ -30,8 +30,9 @@ using transport::cuda_local_world;
 // Every rank's stream, pipeline (events, on its world's transfer stream), status word and workspace.
 struct ranks_on_gpu {
   int n;
-  std::vector<cudaStream_t> streams;
-  cuda_local_world* world = nullptr;  // where the pipelines borrow their transfer streams (set it)
+  std::vector<cudaStream_t> streams;  // the test's own until attach(), then the world's
+  bool own_streams = true;
+  cuda_local_world* world = nullptr;  // where the streams and the pipelines' transfer streams come from (attach)
   const cuda_local_world* pipes_of = nullptr;
   std::vector<std::unique_ptr<zipccl::cuda::pipeline>> pipes;
   status* statuses = nullptr;  // managed: n words
@@ -43,8 +44,21 @@ struct ranks_on_gpu {
   }
   ~ranks_on_gpu() {  // (the world, made after this, is gone already: its destructor ended it)
     pipes.clear();
-    for (auto& s : streams) cudaStreamDestroy(s);
+    if (own_streams)
+      for (auto& s : streams) cudaStreamDestroy(s);
     cudaFree(statuses);
+  }
+  // The ranks run on the world's streams (world.stream(r): the world has checked that they have
+  // hardware queues of their own, which the ranks' spinning waits need; the test's own streams
+  // are gone), and their pipelines borrow its transfer streams.
+  void attach(cuda_local_world& w) {
+    REQUIRE(w.size() == n);
+    for (int r = 0; r < n; ++r) {
+      if (own_streams) cudaStreamDestroy(streams[static_cast<std::size_t>(r)]);
+      streams[static_cast<std::size_t>(r)] = w.stream(r);
+    }
+    own_streams = false;
+    world = &w;
   }
   // Rank r's lanes: its stream alone, or pipelined (make_pipeline on the world's rank r) with
   // `slots` segment slots.
@@ -138,7 +152,7 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
                                                              cuda_local_world& world, bool pipelined = false,
                                                              bool mixed = false) {
   using T = typename Codec::bits_type;
-  g.world = &world;
+  g.attach(world);
   static const char* const names[] = {"all_gather", "reduce_scatter", "all_reduce"};
   const testing::watchdog guard(
       60,

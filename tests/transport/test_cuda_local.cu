@@ -1,7 +1,8 @@
 // transport::cuda_local (gpu): N ranks as N streams of one process. Messages arrive intact in
 // order, ring steps in groups never deadlock (one host thread per rank, or one for all), a size
 // that differs and an abort end every rank's waits with an error instead of a hang, the link model
-// holds a transfer for its time, and a rank's work captured in a CUDA graph replays.
+// holds a transfer for its time, a rank's work captured in a CUDA graph replays, and the check
+// that streams run side by side passes the world's and fails, in time, on a stream listed twice.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -23,17 +24,22 @@ using transport::cuda_local_world;
 
 namespace {
 
+// A rank's buffers, and its stream: the world's (world.stream(r), set once the world is made),
+// whose hardware queue the world has checked, not one of the test's own.
 struct rank_state {
   cudaStream_t stream = nullptr;
   testing::device_buffer<std::uint8_t> out, in;
   rank_state(std::size_t bytes, int r) : out(bytes), in(bytes) {
-    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
     std::vector<std::uint8_t> v(bytes);
     for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::uint8_t>(i * 7 + static_cast<std::size_t>(r) * 31);
     out.put(v.data(), bytes);
   }
-  ~rank_state() { cudaStreamDestroy(stream); }
 };
+
+// Gives every rank its world's stream.
+void on_world_streams(std::vector<std::unique_ptr<rank_state>>& st, const cuda_local_world& world) {
+  for (std::size_t r = 0; r < st.size(); ++r) st[r]->stream = world.stream(static_cast<int>(r));
+}
 
 // One ring step on rank r: send `out` to r + 1, receive r - 1's into `in`, as one group.
 status ring_step(transport::cuda_local_transport& t, rank_state& s, std::size_t bytes) {
@@ -61,6 +67,7 @@ TEST_CASE("cuda_local: ring steps deliver every byte, one host thread per rank",
       std::vector<std::unique_ptr<rank_state>> st;
       for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
       cuda_local_world world(n);
+      on_world_streams(st, world);
       const testing::watchdog guard(30, "ring steps on " + std::to_string(n) + " ranks of " + std::to_string(bytes) +
                                             " bytes, one host thread per rank",
                                     [&] { return testing::pending_slots_of(world); });
@@ -90,6 +97,7 @@ TEST_CASE("cuda_local: one host thread can drive every rank", "[gpu][cuda_local]
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
   cuda_local_world world(n);
+  on_world_streams(st, world);
   const testing::watchdog guard(30, "ring step on 4 ranks, one host thread for all",
                                 [&] { return testing::pending_slots_of(world); });
   for (int r = 0; r < n; ++r) REQUIRE(ring_step(world.rank(r), *st[r], bytes) == status::success);
@@ -103,6 +111,7 @@ TEST_CASE("cuda_local: a size that differs ends every rank with an error, never 
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(4096, r));
   cuda_local_world world(n);
+  on_world_streams(st, world);
   const testing::watchdog guard(30, "a size that differs", [&] { return testing::pending_slots_of(world); });
   for (int r = 0; r < n; ++r) {
     auto& t = world.rank(r);
@@ -131,6 +140,8 @@ TEST_CASE("cuda_local: after an abort a sender still waits for a copy under way,
   cuda_local_world world(2, transport::link_model{10e9, 0});
   const std::size_t bytes = 64u << 20;
   rank_state a(bytes, 0), b(bytes, 1);
+  a.stream = world.stream(0);
+  b.stream = world.stream(1);
   REQUIRE(world.rank(1).recv(0, b.in.p, bytes, b.stream) == status::success);
   REQUIRE(world.rank(0).send(1, a.out.p, bytes, a.stream) == status::success);
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -150,6 +161,7 @@ TEST_CASE("cuda_local: after an abort a sender still waits for a copy under way,
 TEST_CASE("cuda_local: abort releases a receive whose sender never comes", "[gpu][cuda_local]") {
   cuda_local_world world(2);
   rank_state a(1024, 0);
+  a.stream = world.stream(0);
   REQUIRE(world.rank(0).recv(1, a.in.p, 1024, a.stream) == status::success);  // rank 1 never sends
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(cudaStreamQuery(a.stream) == cudaErrorNotReady);  // still waiting
@@ -163,6 +175,8 @@ TEST_CASE("cuda_local: the link model holds a transfer for its time", "[gpu][cud
   cuda_local_world world(2, transport::link_model{1e9, 100e-6});
   const std::size_t bytes = 1 << 20;
   rank_state a(bytes, 0), b(bytes, 1);
+  a.stream = world.stream(0);
+  b.stream = world.stream(1);
   cudaEvent_t start, stop;
   REQUIRE(cudaEventCreate(&start) == cudaSuccess);
   REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
@@ -187,6 +201,7 @@ TEST_CASE("cuda_local: each rank's steps captured in a graph replay 100 times", 
   std::vector<std::unique_ptr<rank_state>> st;
   for (int r = 0; r < n; ++r) st.emplace_back(new rank_state(bytes, r));
   cuda_local_world world(n);
+  on_world_streams(st, world);
   std::vector<cudaGraphExec_t> exec(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     cudaGraph_t g;
@@ -207,9 +222,38 @@ TEST_CASE("cuda_local: each rank's steps captured in a graph replay 100 times", 
   }
 }
 
+TEST_CASE("cuda_local: the world's streams run side by side; run_together says timed_out, not a hang, where streams "
+          "do not",
+          "[gpu][cuda_local]") {
+  cuda_local_world world(4);
+  std::vector<cudaStream_t> mine;
+  for (int r = 0; r < 4; ++r) {
+    mine.push_back(world.stream(r));
+    if (world.transfer_stream(r) != nullptr) mine.push_back(world.transfer_stream(r));
+  }
+  CHECK(world.run_together(mine) == status::success);
+  // a stream listed twice: its second waiting kernel is queued behind its first, which waits for
+  // it (what two streams sharing a hardware queue would do)
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(world.run_together({world.stream(0), world.stream(1), world.stream(0)}, 0.2) == status::timed_out);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK(world.run_together(mine, 0) == status::invalid_argument);
+  // the streams are idle again, later checks count right, and the world still moves messages
+  CHECK(world.run_together(mine) == status::success);
+  CHECK(world.run_together({}) == status::success);
+  std::vector<std::unique_ptr<rank_state>> st;
+  for (int r = 0; r < 4; ++r) st.emplace_back(new rank_state(4097, r));
+  on_world_streams(st, world);
+  const testing::watchdog guard(30, "a ring step after run_together", [&] { return testing::pending_slots_of(world); });
+  for (int r = 0; r < 4; ++r) REQUIRE(ring_step(world.rank(r), *st[r], 4097) == status::success);
+  for (int r = 0; r < 4; ++r) REQUIRE(cudaStreamSynchronize(st[r]->stream) == cudaSuccess);
+  for (int r = 0; r < 4; ++r) CHECK(st[r]->in.get(4097) == expected_from((r + 3) % 4, 4097));
+}
+
 TEST_CASE("cuda_local: bad arguments are invalid_argument", "[gpu][cuda_local]") {
   cuda_local_world world(2);
   rank_state a(16, 0);
+  a.stream = world.stream(0);
   auto& t = world.rank(0);
   CHECK(t.send(2, a.out.p, 16, a.stream) == status::invalid_argument);
   CHECK(t.recv(-1, a.in.p, 16, a.stream) == status::invalid_argument);

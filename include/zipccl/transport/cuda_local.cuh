@@ -25,8 +25,10 @@
 //
 // Forward progress: a wait spins until a kernel of another stream (or the host's abort) releases
 // it, so the ranks' kernels must run side by side, which CUDA allows but does not promise. Two
-// things that serialise them: a shared hardware queue (the world assumes, below, that the
-// runtime's undocumented mapping gives its streams queues of their own) and a kernel's lazy
+// things that serialise them: a shared hardware queue (the runtime's mapping of streams to queues
+// is undocumented: the world creates its streams so that they should get queues of their own,
+// then checks that they run side by side, and throws timed_out, not a later stall, where they do
+// not; run_together() checks streams of the caller's the same way) and a kernel's lazy
 // load, which may wait for the whole context (the world loads its own kernels when it is made;
 // kernels that the caller launches between transport calls, e.g. the codecs', still load on
 // their first launch and may wait the same way: to be safe, set CUDA_MODULE_LOADING=EAGER before
@@ -39,10 +41,12 @@
 // the head of a hardware queue holds back whatever is queued behind it, its sender's post
 // included, so the ranks of one GPU need a hardware queue each: the world refuses more ranks per
 // GPU than CUDA_DEVICE_MAX_CONNECTIONS (8 unless set, up to 32, before the first CUDA call), and
-// creates its rank streams one after another so that they get distinct queues. Pipelined calls
+// creates its rank streams one after another so that they get distinct queues (and checks it).
+// A caller's own streams: check them with run_together() first, or use the world's. Pipelined calls
 // (cuda/pipeline.cuh) run a rank's transfers on a second stream: the world creates those right
-// after the rank streams when every GPU has 2 queues per rank (transfer_stream(r); else nullptr,
-// and the collectives refuse pipelined lanes on this transport); make_pipeline(rank) uses it, and
+// after the rank streams when every GPU has 2 queues per rank and they pass the same check
+// (transfer_stream(r); else nullptr, and the collectives refuse pipelined lanes on this
+// transport); make_pipeline(rank) uses it, and
 // the pipelined collectives refuse a caller's stream the rules above refuse (accepts_stream).
 // Groups: between group_start() and
 // group_end() a rank's sends are posted first, then its receives, then its sends wait, so ring
@@ -68,6 +72,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "../cuda/runtime.cuh"
@@ -211,6 +217,32 @@ __global__ void wait_kernel(mailbox* mb, const int* abort) {
   }
 }
 
+// cuda_local_world::run_together's kernels. Each stream gets together_kernel, which arrives and
+// spins until `target` kernels have arrived, then after_kernel, which waits for it. Where two of
+// the streams share a hardware queue, the first one's after_kernel waits at the head of that queue
+// for its spinning kernel, which waits for the other stream's, queued behind it: the spin runs out
+// of time, marks this probe (`gen`) failed for every kernel of it, and says so in *report (mapped
+// host memory). Streams with queues of their own all arrive within microseconds.
+template <class = void>
+__global__ void together_kernel(unsigned int* words, unsigned int target, unsigned int gen,
+                                unsigned long long timeout_ns, int* report) {
+  if (threadIdx.x != 0) return;
+  atomicAdd_system(&words[0], 1u);  // words[0]: arrivals, over every probe since the last clear
+  const unsigned long long t0 = now_ns();
+  while (atomicAdd_system(&words[0], 0u) - target > 0x7FFFFFFFu) {  // (arrivals < target, mod 2^32)
+    if (atomicAdd_system(&words[1], 0u) == gen) return;  // words[1]: the last probe that failed
+    if (now_ns() - t0 > timeout_ns) {
+      atomicExch_system(&words[1], gen);
+      *static_cast<volatile int*>(report) = static_cast<int>(gen);
+      __threadfence_system();
+      return;
+    }
+    __nanosleep(1000);
+  }
+}
+template <class = void>
+__global__ void after_kernel() {}
+
 // Loads the transport's kernels on the current device (cudaFuncGetAttributes loads a kernel that
 // lazy loading has not loaded yet).
 inline cudaError_t preload() {
@@ -220,6 +252,8 @@ inline cudaError_t preload() {
   if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, copy_kernel<>);
   if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, finish_kernel<>);
   if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, wait_kernel<>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, together_kernel<>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, after_kernel<>);
   return e;
 }
 
@@ -345,7 +379,8 @@ class cuda_local_world {
                     "(up to 32) before the first CUDA call, or spread the ranks over more GPUs");
     }
     const std::size_t links = static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks);
-    bytes_ = links * sizeof(cuda_local_detail::link_clock) + links * opt.slots * sizeof(cuda_local_detail::mailbox);
+    bytes_ = links * sizeof(cuda_local_detail::link_clock) + links * opt.slots * sizeof(cuda_local_detail::mailbox) +
+             64;  // (and run_together's two words)
     home_ = devices.front();
     {
       const cuda_local_detail::device_scope on(home_);
@@ -358,10 +393,12 @@ class cuda_local_world {
         (void)cudaFree(base_);
         throw error(status::cuda_error, "cuda_local_world: cudaHostAlloc of the abort word");
       }
+      std::memset(h, 0, 64);
       abort_ = static_cast<int*>(h);
     }
     clocks_ = reinterpret_cast<cuda_local_detail::link_clock*>(base_);
     boxes_ = reinterpret_cast<cuda_local_detail::mailbox*>(base_ + links * sizeof(cuda_local_detail::link_clock));
+    probe_ = reinterpret_cast<unsigned int*>(base_ + bytes_ - 64);
     if (clear() != status::success) {
       release();
       throw error(status::cuda_error, "cuda_local_world: clearing the mailboxes");
@@ -417,6 +454,31 @@ class cuda_local_world {
         throw error(status::cuda_error, "cuda_local_world: loading the transport's kernels");
       }
     }
+    // The waits spin until a kernel of another stream releases them, so no two of the ranks'
+    // streams may share a hardware queue, and CUDA does not say how it maps streams to queues:
+    // check that they run side by side. Where the transfer streams are what breaks it, the world
+    // goes on without them (pipelined calls are then refused); where the rank streams are, it
+    // cannot work, and says so now instead of stalling in a later call.
+    std::vector<std::pair<cudaStream_t, int>> ranked, all;
+    for (int r = 0; r < ranks; ++r)
+      ranked.emplace_back(streams_[static_cast<std::size_t>(r)], devices[static_cast<std::size_t>(r) % devices.size()]);
+    all = ranked;
+    for (std::size_t r = 0; r < transfer_streams_.size(); ++r)
+      all.emplace_back(transfer_streams_[r], devices[r % devices.size()]);
+    status together = probe(all, probe_seconds);
+    if (together == status::timed_out && !transfer_streams_.empty()) {
+      for (cudaStream_t st : transfer_streams_) (void)cudaStreamDestroy(st);
+      transfer_streams_.clear();
+      together = probe(ranked, probe_seconds);
+    }
+    if (together != status::success) {
+      release();
+      throw error(together, together == status::timed_out
+                                ? "cuda_local_world: the ranks' streams do not run side by side (two share a hardware "
+                                  "queue, it seems, or CUDA_LAUNCH_BLOCKING is set): set CUDA_DEVICE_MAX_CONNECTIONS (up "
+                                  "to 32) before the first CUDA call, or put fewer ranks on a GPU"
+                                : "cuda_local_world: checking that the ranks' streams run side by side");
+    }
   }
   cuda_local_world(const cuda_local_world&) = delete;
   cuda_local_world& operator=(const cuda_local_world&) = delete;
@@ -471,6 +533,19 @@ class cuda_local_world {
     return status::success;
   }
 
+  // Whether `streams` (idle, on `device`: the first rank's GPU unless given) run side by side: a
+  // kernel on each waits until all of them have started. timed_out where they do not within
+  // `timeout_seconds` (two of them share a hardware queue, a stream is listed twice, or one is
+  // still busy with earlier work), cuda_error where a launch fails. The world checks its own
+  // streams so when it is made; use this for streams of your own before giving them to the ranks.
+  // Waits for the streams (and at most timeout_seconds + 10 s); one host thread at a time.
+  status run_together(const std::vector<cudaStream_t>& streams, double timeout_seconds = probe_seconds,
+                      int device = -1) {
+    std::vector<std::pair<cudaStream_t, int>> on;
+    for (cudaStream_t st : streams) on.emplace_back(st, device < 0 ? home_ : device);
+    return probe(on, timeout_seconds);
+  }
+
   // success, or the error that ended the world (any rank's abort, a mismatched size).
   status error_state() const { return static_cast<status>(*static_cast<const volatile int*>(abort_)); }
   // Ends the world: every pending and later wait on it finishes without moving data.
@@ -498,6 +573,7 @@ class cuda_local_world {
   status clear() {
     const cuda_local_detail::device_scope on(home_);
     *static_cast<volatile int*>(abort_) = 0;
+    probe_arrivals_ = 0;  // (the memset below clears the count)
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!on.ok() || cudaMemset(base_, 0, bytes_) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
       return status::cuda_error;
@@ -520,6 +596,47 @@ class cuda_local_world {
     diag_stream_ = nullptr;
     diag_ = nullptr;
   }
+  // run_together's check on (stream, device) pairs. Each probe has its own number (gen) and
+  // expects the kernels of every earlier one to have arrived (probe_arrivals_).
+  status probe(const std::vector<std::pair<cudaStream_t, int>>& on, double timeout_seconds) {
+    if (on.empty()) return status::success;
+    if (!(timeout_seconds > 0) || timeout_seconds > 3600) return status::invalid_argument;
+    if (++probe_gen_ == 0) probe_gen_ = 1;  // (0: no probe has failed)
+    const unsigned int gen = probe_gen_, first = probe_arrivals_;
+    const unsigned int target = first + static_cast<unsigned int>(on.size());
+    const auto timeout_ns = static_cast<unsigned long long>(timeout_seconds * 1e9);
+    int* report = abort_ + probe_report;
+    unsigned int launched = 0;
+    for (const auto& [st, dev] : on) {
+      const cuda_local_detail::device_scope at(dev);
+      status s = at.ok() ? status::success : status::cuda_error;
+      if (s == status::success)
+        s = cuda::detail::launch("cuda_local: together", dim3(1), dim3(32), st, cuda_local_detail::together_kernel<>,
+                                 probe_, target, gen, timeout_ns, report);
+      if (s != status::success) {
+        probe_arrivals_ = first + launched;  // (those launched arrive, time out and end)
+        return s;
+      }
+      ++launched;
+      s = cuda::detail::launch("cuda_local: after", dim3(1), dim3(1), st, cuda_local_detail::after_kernel<>);
+      if (s != status::success) {
+        probe_arrivals_ = first + launched;
+        return s;
+      }
+    }
+    probe_arrivals_ = target;
+    // every spin ends by itself: with the last arrival, or at its time limit
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds + 10);
+    for (const auto& on_stream : on) {
+      cudaError_t e;
+      while ((e = cudaStreamQuery(on_stream.first)) == cudaErrorNotReady) {
+        if (std::chrono::steady_clock::now() > until) return status::timed_out;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      if (e != cudaSuccess) return status::cuda_error;
+    }
+    return *static_cast<const volatile int*>(report) == static_cast<int>(gen) ? status::timed_out : status::success;
+  }
   cuda_local_detail::mailbox* slot(int src, int dst, std::uint64_t seq) {
     const std::size_t link = static_cast<std::size_t>(src) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(dst);
     return boxes_ + link * slots_ + static_cast<std::size_t>(seq % slots_);
@@ -540,6 +657,10 @@ class cuda_local_world {
   cudaStream_t diag_stream_ = nullptr;
   cuda_local_detail::link_clock* clocks_ = nullptr;
   cuda_local_detail::mailbox* boxes_ = nullptr;
+  unsigned int* probe_ = nullptr;  // run_together's words: arrivals, the last probe that failed
+  unsigned int probe_gen_ = 0, probe_arrivals_ = 0;
+  static constexpr int probe_report = 8;  // the int of the mapped abort word's 64 bytes a failed probe writes
+  static constexpr double probe_seconds = 2.0;
   std::vector<std::unique_ptr<cuda_local_transport>> ranks_;
 };
 
