@@ -410,6 +410,36 @@ void batch_decodes_with(const std::vector<std::uint8_t>& sa, const V& a, const s
   REQUIRE(std::memcmp(ob.get(ob.n).data(), b.data(), ob.n) == 0);
 }
 
+// The paths of the device's rANS encoder that smooth data never takes (testing::rans_edge_chunks,
+// whose modes test_simd.cpp checks on the host): a one-symbol chunk, zero symbols of one sign
+// only, a masked chunk whose body does not fit (zero_stored), random bits, a table of 4095 and 1,
+// a short masked tail. Byte for byte the host's; decoded by blocks and by warps.
+TEMPLATE_TEST_CASE("rANS edge chunks: the device writes the host's bytes and reads them", "[gpu][rans]", bf16, fp16,
+                   fp32) {
+  using E = TestType;
+  using C = codec<E, codebook::entropy>;
+  using bits_type = typename E::bits_type;
+  const auto v = testing::rans_edge_chunks<E>(chunk);
+  const std::uint64_t n = v.size();
+  for (bool checksum : {false, true}) {
+    INFO("checksum " << checksum);
+    host::compress_options opt;
+    opt.chunk_elems = chunk;
+    opt.checksum = checksum;
+    const auto s = host::compress<C>(v.data(), n, opt);
+    const auto modes = testing::chunk_modes(s);  // (mode & 7)
+    REQUIRE(modes[0] == 1);
+    REQUIRE(modes[2] == 2);
+    REQUIRE(modes[4] == 4);
+    REQUIRE(modes[6] == 1);
+    REQUIRE(testing::zero_symbol_chunks(s) == 2);
+    CHECK(device_compress<C>(v.data(), n, checksum, {}) == s);
+    std::vector<std::uint8_t> back;
+    REQUIRE(device_decompress<E>(s, s.size(), n, &back) == status::success);
+    CHECK(std::memcmp(back.data(), v.data(), n * sizeof(bits_type)) == 0);
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE("decoder blocks of 64 and 128 threads, and rANS by warps, decode the default tuning's streams",
                         "[gpu][tuning]", testing::host_codecs) {
   using E = typename TestType::element_type;

@@ -1057,6 +1057,35 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
 // bytes. Dense bodies in a full chunk, and bodies with zero symbols in a chunk of 4096 (64 zeros,
 // the fewest that turn them on, whose savings do not pay for the zero-symbol table, so random
 // bits still end up stored; no other element takes symbols 1 and 2, which become zp and zn).
+// The chunks of testing::rans_edge_chunks, each through every host path, and as one stream in the
+// modes they were made for (the device test compares its bytes with these: test_cuda_codec.cu).
+TEMPLATE_TEST_CASE("rANS edge chunks (one symbol, zero symbols of one sign, masked noise, a rare symbol): every host "
+                   "path writes the reference's bytes",
+                   "[host][simd]", bf16, fp16, fp32) {
+  using E = TestType;
+  using Codec = codec<E, codebook::entropy>;
+  using bits = typename E::bits_type;
+  const std::uint64_t chunk = 8192;
+  const auto v = testing::rans_edge_chunks<E>(chunk);
+  for (std::uint64_t first = 0; first < v.size(); first += chunk)
+    for (bool checksum : {false, true}) {
+      INFO("chunk " << first / chunk << " checksum " << checksum);
+      compare_paths<Codec>(std::vector<bits>(v.begin() + static_cast<std::ptrdiff_t>(first),
+                                             v.begin() + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(first + chunk, v.size()))),
+                           checksum);
+    }
+  host::compress_options opt;
+  opt.chunk_elems = chunk;
+  const auto s = host::compress<Codec>(v.data(), v.size(), opt);
+  std::vector<unsigned> modes;
+  for (std::uint64_t c = 0; c < format::chunk_count(v.size(), chunk); ++c)
+    modes.push_back(s[format::directory_entry(s.data(), c)]);
+  CHECK(modes == std::vector<unsigned>{4, 12, 12, 2, 0, 6, 4, 2});
+  std::vector<bits> back(v.size());
+  REQUIRE(host::decompress_as<E>(s.data(), s.size(), back.data(), back.size() * sizeof(bits)) == status::success);
+  CHECK(back == v);
+}
+
 TEMPLATE_TEST_CASE("rANS encoders agree where a chunk only just fits", "[host][simd]", bf16, fp16, fp32) {
   using E = TestType;
   using Codec = codec<E, codebook::entropy>;

@@ -114,6 +114,44 @@ std::vector<typename E::bits_type> random_bits(std::uint64_t n, std::uint64_t se
   return v;
 }
 
+// Chunks of `chunk` elements (a multiple of 256), each meant for a path of the rANS encoder that
+// smooth data never takes, then a short tail: 0, one value (one symbol); 1 and 2, half of the
+// elements zeros that are all -0.0, then all +0.0 (zero symbols, one of them with no elements);
+// 3, every other 64-element group all +0.0 and random bits between (a zero mask whose rANS body
+// does not fit: zero_stored); 4, random bits (stored); 5, three groups in four all +0.0, normal
+// values between (zero_rans); 6, ones with one rare value (frequencies 4095 and 1); the tail,
+// 212 elements whose groups 0 and 2 and short last group (20 elements) are +0.0.
+template <class E>
+std::vector<typename E::bits_type> rans_edge_chunks(std::uint64_t chunk, std::uint64_t seed = 5) {
+  using T = typename E::bits_type;
+  const T neg0 = static_cast<T>(T(1) << (8 * sizeof(T) - 1));
+  std::vector<T> v;
+  const auto add = [&](const std::vector<T>& part) { v.insert(v.end(), part.begin(), part.end()); };
+  add(std::vector<T>(chunk, one_value<E>()));
+  auto minus = make_element_sparse<E>(chunk, 0.5, 1.0, 1e-3, seed + 1);
+  auto plus = make_element_sparse<E>(chunk, 0.5, 0.0, 1e-3, seed + 2);
+  add(minus);
+  add(plus);
+  auto masked_noise = random_bits<E>(chunk, seed + 3);
+  for (std::uint64_t i = 0; i < chunk; ++i)
+    if ((i / 64) % 2 == 0) masked_noise[i] = 0;
+    else if (masked_noise[i] == 0 || masked_noise[i] == neg0) masked_noise[i] = 1;  // (no zero symbols)
+  add(masked_noise);
+  add(random_bits<E>(chunk, seed + 4));
+  auto mostly_zero = make_element_sparse<E>(chunk, 0.0, 0.5, 1e-3, seed + 5);
+  for (std::uint64_t i = 0; i < chunk; ++i)
+    if ((i / 64) % 4 != 1) mostly_zero[i] = 0;
+  add(mostly_zero);
+  std::vector<T> rare(chunk, one_value<E>());
+  rare[chunk / 3] = rare_value<E>();
+  add(rare);
+  auto tail = make_element_sparse<E>(212, 0.0, 0.5, 1e-3, seed + 6);
+  for (std::uint64_t i = 0; i < 212; ++i)
+    if (i < 64 || i >= 128) tail[i] = 0;
+  add(tail);
+  return v;
+}
+
 // The policy object a test passes: stateless policies are default-constructed, codebook::fixed is
 // calibrated on the data it will code (as a user calibrates on an earlier step).
 template <class Codec>

@@ -20,7 +20,8 @@
 // write() with the elements plan() saw: the chunk's size and layout are plan()'s.
 // With zero masks (the default, as host::compress_options::zero_groups), a chunk whose all-zero
 // 64-element groups pay for a mask is written in a zero_* mode (stream version 2); the
-// collectives' wires, whose sizes follow from the counts, encode without.
+// collectives' wires, whose sizes follow from the counts, encode without for the 3-bit policies
+// and with masks for codebook::entropy (collective::detail::wire<Codec>::rans).
 //
 // codebook::entropy (rANS, codec/rans.hpp): the block counts the symbols (shared-memory atomics,
 // one per distinct symbol in a warp), thread 0 normalises the frequencies, and the block's first
