@@ -15,6 +15,9 @@
 // leaves to this one. What only decoding can find (a stream or rests that run out or are left
 // over, a lane that does not end at 2^16) is found here: the same rules and the same status
 // (corrupt) as the host's decode_rans_body and block_decode.
+//
+// Nothing here needs CUB or a CUDA header beyond the warp intrinsics, so that the host tests can
+// run it on a warp of 32 host threads (tests/support/warp_emulation.hpp, test_warp_rans.cpp).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +26,6 @@
 #include "../../codec/rans.hpp"
 #include "../../element.hpp"
 #include "../../format/chunk.hpp"
-#include "block_io.cuh"
 
 namespace zipccl::cuda::detail {
 
@@ -161,8 +163,8 @@ struct warp_rans {
     const std::uint8_t* words = chunk + RL::words_offset(body.base, nsym);
     const std::uint8_t* bytes = chunk + RL::bytes_offset(b, body.base, nsym);
     const std::uint8_t* stream = chunk + RL::stream_offset(b, body.base, nsym);
-    const bool stream_aligned = aligned_to(stream, 2), words_aligned = aligned_to(words, 2);
-    const bool out_aligned = aligned_to(out, sizeof(bits_type));
+    const bool stream_aligned = is_aligned(stream, 2), words_aligned = is_aligned(words, 2);
+    const bool out_aligned = is_aligned(out, sizeof(bits_type));
     std::uint32_t x = format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane);
     std::uint64_t next = 0, j = 0;  // the next stream word, the next rest
     bool bad = false;
@@ -201,6 +203,9 @@ struct warp_rans {
   }
 
  private:
+  __device__ __forceinline__ static bool is_aligned(const void* p, std::uintptr_t a) {
+    return (reinterpret_cast<std::uintptr_t>(p) & (a - 1)) == 0;
+  }
   // A 16-bit little-endian word of the (read-only) chunk.
   __device__ __forceinline__ static std::uint32_t u16_at(const std::uint8_t* p, bool aligned) {
     if (aligned) return __ldg(reinterpret_cast<const unsigned short*>(p));
