@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../../codec/chunk_codec.hpp"
 #include "../../codec/rans.hpp"
@@ -49,12 +50,13 @@ __device__ inline bool warp_table_ok(const std::uint8_t* p, std::uint64_t nsym, 
 // lanes whose state fell below 2^16 take stream words next, next + 1, ... in lane order, from the
 // word `ahead` that lane r loaded for rank r (stream word next + r, or 0 past n_words). A stream
 // or rests that run out set bad. Returns this lane's element (0 for a lane that is not live).
-template <class E, class Step, class Join>
+// Zeros: false where the chunk has no zero symbols (zero.on is false), which drops their tests;
+// Count: the counters' type (32 bits where the caller knows a chunk's words and rests fit).
+template <class E, bool Zeros = true, class Count, class Step, class Join>
 __device__ __forceinline__ typename E::bits_type rans_group(std::uint32_t& x, bool live,
                                                             const codec_detail::rans::zero_symbols& zero,
-                                                            std::uint32_t ahead, std::uint64_t n_words, std::uint64_t b,
-                                                            std::uint64_t& next, std::uint64_t& j, bool& bad,
-                                                            Step&& step, Join&& join) {
+                                                            std::uint32_t ahead, Count n_words, Count b, Count& next,
+                                                            Count& j, bool& bad, Step&& step, Join&& join) {
   namespace rans = codec_detail::rans;
   using S = rans::split<E>;
   constexpr unsigned full = 0xFFFFFFFFu;
@@ -66,10 +68,10 @@ __device__ __forceinline__ typename E::bits_type rans_group(std::uint32_t& x, bo
     sym = step(x);
     need = x < rans::state_low;
   }
-  const bool is_pos = zero.on && sym == zero.pos, is_neg = zero.on && sym == zero.neg;
+  const bool is_pos = Zeros && zero.on && sym == zero.pos, is_neg = Zeros && zero.on && sym == zero.neg;
   const unsigned resters = __ballot_sync(full, live && !is_pos && !is_neg);
   if (live) {
-    const std::uint64_t k = j + static_cast<unsigned>(__popc(resters & below));
+    const Count k = j + static_cast<unsigned>(__popc(resters & below));
     if (is_pos || is_neg) v = is_pos ? typename E::bits_type(0) : S::negative_zero;
     else if (k >= b) bad = true;  // the rests ran out
     else v = join(sym, k);
@@ -166,39 +168,50 @@ struct warp_rans {
     const bool stream_aligned = is_aligned(stream, 2), words_aligned = is_aligned(words, 2);
     const bool out_aligned = is_aligned(out, sizeof(bits_type));
     std::uint32_t x = format::load_le<std::uint32_t>(chunk + RL::states_offset(body.base, nsym) + 4 * lane);
-    std::uint64_t next = 0, j = 0;  // the next stream word, the next rest
+    // A chunk has at most 2^24 elements (format::valid_chunk_elems), each of which takes at most
+    // one stream word and one rest: the counters, the group index and the bounds fit 32 bits (a
+    // chunk past that, which the checks do not let through, is refused here all the same).
+    if (m > (std::uint64_t{1} << 31) || n_words > m || b > m) return false;
+    const std::uint32_t words_in = static_cast<std::uint32_t>(n_words), rests_in = static_cast<std::uint32_t>(b);
+    std::uint32_t next = 0, j = 0;  // the next stream word, the next rest
     bool bad = false;
-    const std::uint64_t groups = (m + format::group_elems - 1) / format::group_elems;
-    for (std::uint64_t g = 0; g < groups; ++g) {
-      const std::uint64_t first = g * format::group_elems;
-      const unsigned lanes = format::group_lanes(m, g);
-      const bool live = lane < lanes;
-      bits_type v = 0;
-      if (!codec_detail::in_zero_group(body, g)) {
-        // the word this lane would hand over if rank `lane` of the renormalising lanes
-        const std::uint32_t ahead = next + lane < n_words ? u16_at(stream + 2 * (next + lane), stream_aligned) : 0u;
-        v = rans_group<E>(
-            x, live, zero, ahead, n_words, b, next, j, bad,
-            [&](std::uint32_t& y) {
-              const std::uint32_t slot = y & (rans::prob_total - 1u);
-              const std::uint32_t sym = s.symbol[slot], e = s.entry[sym];
-              y = (e >> 16) * (y >> rans::prob_bits) + slot - (e & 0xFFFFu);
-              return sym;
-            },
-            [&](std::uint32_t sym, std::uint64_t k) {
-              std::uint32_t word = 0;
-              if constexpr (S::word_bytes != 0) word = u16_at(words + 2 * k, words_aligned);
-              return S::join(sym, __ldg(bytes + k), word);
-            });
+    const std::uint32_t groups = static_cast<std::uint32_t>((m + format::group_elems - 1) / format::group_elems);
+    const std::uint32_t full_groups = static_cast<std::uint32_t>(m / format::group_elems);
+    const bool masked = body.zero_mask != nullptr;
+    // the groups, with and without the tests of zero symbols
+    const auto run = [&](auto zeros) {
+      constexpr bool Zeros = decltype(zeros)::value;
+      std::uint8_t* o = out + lane * sizeof(bits_type);  // this lane's element of the group
+      for (std::uint32_t g = 0; g < groups; ++g, o += format::group_elems * sizeof(bits_type)) {
+        const bool live = g < full_groups || lane < static_cast<unsigned>(m % format::group_elems);
+        bits_type v = 0;
+        if (!masked || !codec_detail::in_zero_group(body, g)) {
+          // the word this lane would hand over if rank `lane` of the renormalising lanes
+          const std::uint32_t ahead = next + lane < words_in ? u16_at(stream + 2 * (next + lane), stream_aligned) : 0u;
+          v = rans_group<E, Zeros>(
+              x, live, zero, ahead, words_in, rests_in, next, j, bad,
+              [&](std::uint32_t& y) {
+                const std::uint32_t slot = y & (rans::prob_total - 1u);
+                const std::uint32_t sym = s.symbol[slot], e = s.entry[sym];
+                y = (e >> 16) * (y >> rans::prob_bits) + slot - (e & 0xFFFFu);
+                return sym;
+              },
+              [&](std::uint32_t sym, std::uint32_t k) {
+                std::uint32_t word = 0;
+                if constexpr (S::word_bytes != 0) word = u16_at(words + 2 * k, words_aligned);
+                return S::join(sym, __ldg(bytes + k), word);
+              });
+        }
+        if (live) {
+          if (out_aligned) *reinterpret_cast<bits_type*>(o) = v;
+          else format::store_le<bits_type>(o, v);
+        }
       }
-      if (live) {
-        std::uint8_t* p = out + (first + lane) * sizeof(bits_type);
-        if (out_aligned) *reinterpret_cast<bits_type*>(p) = v;
-        else format::store_le<bits_type>(p, v);
-      }
-    }
+    };
+    if (zero.on) run(std::true_type{});
+    else run(std::false_type{});
     // words or rests left over, or a lane off 2^16
-    if (next != n_words || j != b || x != rans::state_low) bad = true;
+    if (next != words_in || j != rests_in || x != rans::state_low) bad = true;
     return !__any_sync(full, bad);
   }
 
