@@ -3,13 +3,15 @@
 // it is checked on every machine, GPU or not: it decodes every rANS chunk of the host's streams to
 // the host's values (dense, zero masks, zero symbols, the edge chunks of rans_edge_chunks), gives
 // the host's verdict on damaged chunks that pass the chunk checks (the only ones it is handed),
-// and its warp's table check (warp_table_ok, also block_decode's) gives rans::table_ok's verdict.
-// The kernel around it (chunk assignment, the skip rule, statuses) is the GPU tests' to check.
+// and its warp's table check (warp_table_ok, also block_decode's) gives rans::table_ok's verdict;
+// and the device encoder's warp walk (rans_encode_groups) writes the host's bytes. The kernels
+// around them (chunk assignment, the skip rule, statuses, the block's staging) are the GPU tests'.
 #include "../support/warp_emulation.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -151,6 +153,111 @@ TEMPLATE_TEST_CASE("rANS by warps, on an emulated warp: the host's verdict on da
   // 2^16, a stream or rests that run out or are left over)
   CHECK(all.rans >= 200);
   CHECK(all.failed >= 5);
+}
+
+namespace {
+
+// A chunk's table as the device encoder holds it (frequencies, first slots, the divisors'
+// reciprocals), read back from the table the host wrote.
+struct encoder_table {
+  std::uint32_t freq[codec_detail::rans::symbols] = {}, cum[codec_detail::rans::symbols] = {};
+  std::uint64_t inv[codec_detail::rans::symbols] = {};
+  explicit encoder_table(const std::uint8_t* t) {
+    namespace rans = codec_detail::rans;
+    std::uint64_t k = 0;
+    for (unsigned v = 0; v < rans::symbols; ++v)
+      if ((t[v / 8] >> (v % 8)) & 1u) freq[v] = format::load_le<std::uint16_t>(t + rans::bitmap_bytes + 2 * k++);
+    for (unsigned v = 0, c = 0; v < rans::symbols; c += freq[v], ++v) cum[v] = c;
+    for (unsigned v = 0; v < rans::symbols; ++v) inv[v] = rans::divisor::of(freq[v]).inv;
+  }
+};
+
+}  // namespace
+
+// block_encode's walk (detail::rans_encode_groups, the device encoder's only warp-level step) on an
+// emulated warp, with each rANS chunk's table as the host chose it: the rest sections, the stream
+// words and the final states, byte for byte the host's; the words it counts without writing; and
+// the fallback where the stream would not fit.
+TEMPLATE_TEST_CASE("the device encoder's warp walk, on an emulated warp: the host's bytes for every rANS chunk",
+                   "[host][rans-warps]", bf16, fp16, fp32) {
+  using E = TestType;
+  using C = codec<E, codebook::entropy>;
+  using bits = typename E::bits_type;
+  namespace rans = codec_detail::rans;
+  using RL = rans::layout<E>;
+  std::uint64_t coded = 0, partial = 0, with_zeros = 0, with_mask = 0, refused = 0;
+  for (const auto& v : inputs<E>()) {
+    host::compress_options opt;
+    opt.chunk_elems = chunk_elems;
+    const auto s = host::compress<C>(v.data(), v.size(), opt);
+    format::stream_header h;
+    REQUIRE(format::read_header(s.data(), s.size(), &h) == status::success);
+    for (std::uint64_t c = 0; c < h.chunks; ++c) {
+      const std::uint64_t off = format::directory_entry(s.data(), c), end = format::chunk_end(s.data(), h, c);
+      const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
+      format::chunk_header ch;
+      codec_detail::body_shape body;
+      REQUIRE(codec_detail::check_chunk<E>(s.data() + off, end - off, m, false, &ch, &body) == status::success);
+      if (!format::mode_is_rans(ch.mode)) continue;
+      INFO("chunk " << c << " mode " << unsigned(s[off]));
+      const std::vector<std::uint8_t> want(s.begin() + static_cast<std::ptrdiff_t>(off), s.begin() + static_cast<std::ptrdiff_t>(end));
+      const rans::zero_symbols zero = codec_detail::header_zero_symbols(ch);
+      const std::uint64_t nsym = ch.table[0] + 1u, rests = rans::rests_of(body.elems, zero), escapes = ch.escapes;
+      const encoder_table t(want.data() + RL::table_offset(body.base));
+      const bits* in = v.data() + c * chunk_elems;
+      const std::uint8_t* mask = body.zero_mask != nullptr ? want.data() + format::chunk_header_bytes : nullptr;
+      const std::uint64_t groups = (m + format::group_elems - 1) / format::group_elems;
+      // writing: the states, rests and stream cleared, then written by the walk
+      std::vector<std::uint8_t> got = want;
+      std::fill(got.begin() + static_cast<std::ptrdiff_t>(RL::states_offset(body.base, nsym)),
+                got.begin() + static_cast<std::ptrdiff_t>(RL::content_end(rests, body.base, nsym, escapes)), 0);
+      bool fits[32];
+      std::uint64_t left[32], at_end[32];
+      we::run_warp([&](unsigned l) {
+        std::uint32_t x = rans::state_low;
+        std::uint64_t at = rests, top = 2 * escapes;
+        fits[l] = cuda::detail::rans_encode_groups<E>(
+            [&](std::uint64_t i) { return in[i]; }, 0, groups, m, mask, zero, t.freq, t.cum, t.inv, x, at, top,
+            got.data() + RL::bytes_offset(rests, body.base, nsym), got.data() + RL::words_offset(body.base, nsym),
+            got.data() + RL::stream_offset(rests, body.base, nsym));
+        format::store_le<std::uint32_t>(got.data() + RL::states_offset(body.base, nsym) + 4 * l, x);
+        left[l] = top;
+        at_end[l] = at;
+      });
+      for (unsigned l = 0; l < 32; ++l) {
+        REQUIRE(fits[l]);
+        REQUIRE(left[l] == 0);
+        REQUIRE(at_end[l] == 0);
+      }
+      CHECK(got == want);
+      // counting: the same number of words; and one word too little room is refused
+      for (std::uint64_t room : {2 * escapes + 64, 2 * escapes - (escapes ? 2 : 0)}) {
+        const bool enough = room >= 2 * escapes;
+        if (!enough && escapes == 0) continue;
+        we::run_warp([&](unsigned l) {
+          std::uint32_t x = rans::state_low;
+          std::uint64_t at = rests, top = room;
+          fits[l] = cuda::detail::rans_encode_groups<E>([&](std::uint64_t i) { return in[i]; }, 0, groups, m, mask, zero,
+                                                        t.freq, t.cum, t.inv, x, at, top, nullptr, nullptr, nullptr);
+          left[l] = top;
+        });
+        for (unsigned l = 0; l < 32; ++l) {
+          REQUIRE(fits[l] == enough);
+          if (enough) REQUIRE(room - left[l] == 2 * escapes);
+        }
+        refused += !enough;
+      }
+      ++coded;
+      partial += m % format::group_elems != 0;
+      with_zeros += zero.on;
+      with_mask += mask != nullptr;
+    }
+  }
+  CHECK(coded >= 15);
+  CHECK(partial >= 2);
+  CHECK(with_zeros >= 3);
+  CHECK(with_mask >= 1);
+  CHECK(refused >= 10);
 }
 
 TEMPLATE_TEST_CASE("warp_table_ok on an emulated warp gives rans::table_ok's verdict", "[host][rans-warps]", bf16,

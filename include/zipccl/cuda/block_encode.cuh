@@ -44,6 +44,7 @@
 #include "../codec/chunk_codec.hpp"
 #include "../format/chunk.hpp"
 #include "detail/block_io.cuh"
+#include "detail/warp_rans.cuh"
 
 namespace zipccl::cuda {
 
@@ -466,47 +467,12 @@ class block_encode {
       __syncthreads();
       if (coder && !overflow) {
         const std::uint64_t end = pass + 8ull * Threads < m ? pass + 8ull * Threads : m;
-        for (std::uint64_t g = (end + format::group_elems - 1) / format::group_elems; g-- > pass / format::group_elems;) {
-          if (masked_ && format::zero_bit(reinterpret_cast<const std::uint8_t*>(s_.zero_mask),
-                                          g * format::group_elems / format::zero_group_elems))
-            continue;
-          const unsigned lanes = format::group_lanes(m, g);
-          const bool live = lane < lanes;
-          const bits_type e = live ? s_.rans.stage[g * format::group_elems + lane - pass] : bits_type(0);
-          const std::uint32_t sym = zero.on ? RS::symbol(e, zero) : RS::symbol(e);
-          const std::uint32_t f = live ? s_.rans.freq[sym] : 0u;
-          // the lanes with a rest (with zero symbols: not the zeros) take places in lane order
-          const bool rest = live && !(zero.on && RS::is_zero(e));
-          const unsigned resters = __ballot_sync(0xFFFFFFFFu, rest);
-          at -= static_cast<unsigned>(__popc(resters));
-          if (dst && rest) {
-            const std::uint64_t k = at + static_cast<unsigned>(__popc(resters & ((1u << lane) - 1u)));
-            bytes[k] = static_cast<std::uint8_t>(RS::byte(e));
-            if constexpr (RS::word_bytes != 0) format::store_le<std::uint16_t>(words + 2 * k,
-                                                                             static_cast<std::uint16_t>(RS::word(e)));
-          }
-          const bool push = live && std::uint64_t(x) >= (std::uint64_t(f) << 20);
-          const unsigned pushers = __ballot_sync(0xFFFFFFFFu, push);
-          const std::uint64_t n = 2ull * static_cast<unsigned>(__popc(pushers));
-          if (n > top) {  // (warp-uniform) the stream would reach into the rest sections
-            overflow = 1;
-            break;
-          }
-          if (push && dst) {
-            const unsigned above = __popc(lane == 31 ? 0u : pushers >> (lane + 1));  // pushed before this one
-            format::store_le<std::uint16_t>(stream + top - 2 * (above + 1), static_cast<std::uint16_t>(x & 0xFFFFu));
-          }
-          top -= n;
-          if (push) x >>= 16;
-          if (live) {
-            codec_detail::rans::divisor d;
-            d.f = f;
-            d.inv = s_.rans.inv[sym];
-            std::uint32_t q, rem;
-            d.divide(x, &q, &rem);
-            x = (q << rans::prob_bits) + rem + s_.rans.cum[sym];
-          }
-        }
+        const bool fits = detail::rans_encode_groups<E>(
+            [&](std::uint64_t i) { return s_.rans.stage[i - pass]; }, pass / format::group_elems,
+            (end + format::group_elems - 1) / format::group_elems, m,
+            masked_ ? reinterpret_cast<const std::uint8_t*>(s_.zero_mask) : nullptr, zero, s_.rans.freq, s_.rans.cum,
+            s_.rans.inv, x, at, top, bytes, words, stream);
+        overflow = fits ? 0 : 1;
       }
     }
     if (coder && dst && !overflow) format::store_le<std::uint32_t>(dst + RL::states_offset(base_, nsym) + 4 * lane, x);

@@ -16,8 +16,9 @@
 // over, a lane that does not end at 2^16) is found here: the same rules and the same status
 // (corrupt) as the host's decode_rans_body and block_decode.
 //
-// Nothing here needs CUB or a CUDA header beyond the warp intrinsics, so that the host tests can
-// run it on a warp of 32 host threads (tests/support/warp_emulation.hpp, test_warp_rans.cpp).
+// The encoder's warp step lives here too (rans_encode_groups, block_encode's walk). Nothing here
+// needs CUB or a CUDA header beyond the warp intrinsics, so that the host tests can run it on a
+// warp of 32 host threads (tests/support/warp_emulation.hpp, test_warp_rans.cpp).
 #pragma once
 
 #include <cstdint>
@@ -86,6 +87,67 @@ __device__ __forceinline__ typename E::bits_type rans_group(std::uint32_t& x, bo
   next += static_cast<unsigned>(__popc(takers));
   j += static_cast<unsigned>(__popc(resters));
   return v;
+}
+
+// The groups [g0, g1) of a rANS body coded backwards by the 32 lanes of a warp, every lane
+// calling it (block_encode's walk, a pass of its staging at a time, and test_warp_rans on the
+// host): element(i) gives element i of the chunk (i < m; asked for by live lanes only), mask the
+// chunk's zero mask (null: none; its groups are skipped), zero its zero symbols, freq, cum and inv
+// its table (inv: rans::divisor's reciprocals). x is this lane's state, at one past the rests of
+// the groups coded so far (they are placed downwards, in lane order within a group), top the bytes
+// of stream below the last word pushed (each group's words land just below it, the highest
+// pushing lane's first). With bytes, words and stream null it only counts. Returns false (in every
+// lane) at the first group whose words would not fit in top bytes: the reference then stores the
+// chunk. The same bytes as codec_detail's encode_rans_group.
+template <class E, class Element>
+__device__ __forceinline__ bool rans_encode_groups(Element&& element, std::uint64_t g0, std::uint64_t g1, std::uint64_t m,
+                                                   const std::uint8_t* mask, const codec_detail::rans::zero_symbols& zero,
+                                                   const std::uint32_t* freq, const std::uint32_t* cum,
+                                                   const std::uint64_t* inv, std::uint32_t& x, std::uint64_t& at,
+                                                   std::uint64_t& top, std::uint8_t* bytes, std::uint8_t* words,
+                                                   std::uint8_t* stream) {
+  namespace rans = codec_detail::rans;
+  using RS = rans::split<E>;
+  using bits_type = typename E::bits_type;
+  constexpr unsigned full = 0xFFFFFFFFu;
+  const unsigned lane = threadIdx.x % 32;
+  for (std::uint64_t g = g1; g-- > g0;) {
+    if (mask != nullptr && format::zero_bit(mask, g * format::group_elems / format::zero_group_elems)) continue;
+    const unsigned lanes = format::group_lanes(m, g);
+    const bool live = lane < lanes;
+    const bits_type e = live ? element(g * format::group_elems + lane) : bits_type(0);
+    const std::uint32_t sym = zero.on ? RS::symbol(e, zero) : RS::symbol(e);
+    const std::uint32_t f = live ? freq[sym] : 0u;
+    // the lanes with a rest (with zero symbols: not the zeros) take places in lane order
+    const bool rest = live && !(zero.on && RS::is_zero(e));
+    const unsigned resters = __ballot_sync(full, rest);
+    at -= static_cast<unsigned>(__popc(resters));
+    if (bytes != nullptr && rest) {
+      const std::uint64_t k = at + static_cast<unsigned>(__popc(resters & ((1u << lane) - 1u)));
+      bytes[k] = static_cast<std::uint8_t>(RS::byte(e));
+      if constexpr (RS::word_bytes != 0)
+        format::store_le<std::uint16_t>(words + 2 * k, static_cast<std::uint16_t>(RS::word(e)));
+    }
+    const bool push = live && std::uint64_t(x) >= (std::uint64_t(f) << 20);
+    const unsigned pushers = __ballot_sync(full, push);
+    const std::uint64_t n = 2ull * static_cast<unsigned>(__popc(pushers));
+    if (n > top) return false;  // (warp-uniform) the stream would reach into the rest sections
+    if (push && stream != nullptr) {
+      const unsigned above = __popc(lane == 31 ? 0u : pushers >> (lane + 1));  // pushed before this one
+      format::store_le<std::uint16_t>(stream + top - 2 * (above + 1), static_cast<std::uint16_t>(x & 0xFFFFu));
+    }
+    top -= n;
+    if (push) x >>= 16;
+    if (live) {
+      rans::divisor d;
+      d.f = f;
+      d.inv = inv[sym];
+      std::uint32_t q, rem;
+      d.divide(x, &q, &rem);
+      x = (q << rans::prob_bits) + rem + cum[sym];
+    }
+  }
+  return true;
 }
 
 template <class E>
