@@ -270,7 +270,7 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
 }
 
 // rANS by warps with more chunks than warps (12,000 chunks of 1,024 elements: an H200 holds about 4,752
-// warps of rans_warps_kernel<E, 4> at 56 registers a thread, 36 an SM, and fewer one-warp
+// warps of rans_warps_kernel<E, 4> at 55 registers a thread, 36 an SM, and fewer one-warp
 // blocks), so that warps decode chunk after
 // chunk in the same shared memory; then several damaged chunks at once (the tails of some, where
 // the rANS stream words and the padding lie, and the check value of one), so that both kernels
@@ -852,7 +852,8 @@ TEST_CASE("decompress_batch: one large tensor among a thousand small ones", "[gp
 }
 
 // max_in_bytes of 2^64 - 1 ("no bound") over a batch whose grid bound then saturates at 2^64 - 1:
-// with rANS by one-warp blocks, the rANS grid was that bound / 1 + 1, which wrapped to 0 blocks,
+// with rANS by one-warp blocks, the rANS grid was that bound / 1 + 1, which wrapped to 0 blocks
+// (from 24 tensors on),
 // and the launch failed after the validation was enqueued (found by review, 2026-12-04).
 using one_warp_blocks = zipccl::cuda::tuning<64, 32, 1>;
 TEMPLATE_TEST_CASE("decompress_batch with max_in_bytes 2^64 - 1: every tuning decodes, none launches an empty grid",
@@ -864,7 +865,7 @@ TEMPLATE_TEST_CASE("decompress_batch with max_in_bytes 2^64 - 1: every tuning de
   host::compress_options opt;
   opt.chunk_elems = chunk;
   const auto s = host::compress<C>(v.data(), n, opt);
-  const std::uint32_t count = 40;  // (2^60 chunks a tensor could hold, times 40: past 2^64)
+  const std::uint32_t count = 40;  // (about 2^59.4 chunks a tensor could hold, times 40: past 2^64)
   device_buffer<std::uint8_t> in(s.size()), out(count * n * 2);
   in.put(s.data(), s.size());
   std::vector<zipccl::cuda::decompress_item> items;

@@ -1049,14 +1049,6 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
 }
 #endif
 
-// rANS chunks on the edge of being stored: a body whose elements are incompressible random bits
-// where a uniform draw u_i < p and compressible values elsewhere, with p bisected until the
-// reference's chunk turns from rANS to stored. The last rANS chunk's stream ends within a few
-// bytes of its rest sections, so the vector encoders code its last groups by the reference's group
-// step, and the first stored one runs out of room there; both must come out as the reference's
-// bytes. Dense bodies in a full chunk, and bodies with zero symbols in a chunk of 4096 (64 zeros,
-// the fewest that turn them on, whose savings do not pay for the zero-symbol table, so random
-// bits still end up stored; no other element takes symbols 1 and 2, which become zp and zn).
 // The chunks of testing::rans_edge_chunks, each through every host path, and as one stream in the
 // modes they were made for (the device test compares its bytes with these: test_cuda_codec.cu).
 TEMPLATE_TEST_CASE("rANS edge chunks (one symbol, zero symbols of one sign, masked noise, a rare symbol): every host "
@@ -1086,6 +1078,14 @@ TEMPLATE_TEST_CASE("rANS edge chunks (one symbol, zero symbols of one sign, mask
   CHECK(back == v);
 }
 
+// rANS chunks on the edge of being stored: a body whose elements are incompressible random bits
+// where a uniform draw u_i < p and compressible values elsewhere, with p bisected until the
+// reference's chunk turns from rANS to stored. The last rANS chunk's stream ends within a few
+// bytes of its rest sections, so the vector encoders code its last groups by the reference's group
+// step, and the first stored one runs out of room there; both must come out as the reference's
+// bytes. Dense bodies in a full chunk, and bodies with zero symbols in a chunk of 4096 (64 zeros,
+// the fewest that turn them on, whose savings do not pay for the zero-symbol table, so random
+// bits still end up stored; no other element takes symbols 1 and 2, which become zp and zn).
 TEMPLATE_TEST_CASE("rANS encoders agree where a chunk only just fits", "[host][simd]", bf16, fp16, fp32) {
   using E = TestType;
   using Codec = codec<E, codebook::entropy>;

@@ -238,6 +238,7 @@ TEST_CASE("cuda_local: the world's streams run side by side; run_together says t
   CHECK(world.run_together({world.stream(0), world.stream(1), world.stream(0)}, 0.2) == status::timed_out);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
   CHECK(world.run_together(mine, 0) == status::invalid_argument);
+  CHECK(world.run_together(mine, 1.0, 4096) == status::invalid_argument);  // a device the world does not use
   // the streams are idle again, later checks count right, and the world still moves messages
   CHECK(world.run_together(mine) == status::success);
   CHECK(world.run_together({}) == status::success);

@@ -338,7 +338,8 @@ class cuda_local_world {
   };
 
   explicit cuda_local_world(int ranks, link_model link = {}) : cuda_local_world(ranks, options{link}) {}
-  // Throws zipccl::error (invalid_argument, cuda_error) when the world cannot be set up.
+  // Throws zipccl::error when the world cannot be set up: invalid_argument, cuda_error, or
+  // timed_out where its rank streams do not run side by side (see run_together).
   cuda_local_world(int ranks, const options& opt) : n_(ranks), slots_(opt.slots), link_(opt.link) {
     if (ranks < 1 || opt.slots < 1 || opt.max_group_ops < 1)
       throw error(status::invalid_argument, "cuda_local_world: ranks, slots and max_group_ops must be >= 1");
@@ -466,6 +467,7 @@ class cuda_local_world {
     for (std::size_t r = 0; r < transfer_streams_.size(); ++r)
       all.emplace_back(transfer_streams_[r], devices[r % devices.size()]);
     status together = probe(all, probe_seconds);
+    if (together == status::timed_out) together = probe(all, probe_seconds);  // (once more: a passing hiccup)
     if (together == status::timed_out && !transfer_streams_.empty()) {
       for (cudaStream_t st : transfer_streams_) (void)cudaStreamDestroy(st);
       transfer_streams_.clear();
@@ -491,8 +493,9 @@ class cuda_local_world {
 
   int size() const { return n_; }
   cuda_local_transport& rank(int r) { return *ranks_.at(static_cast<std::size_t>(r)); }
-  // Rank r's stream, created by the world (non-blocking, on the rank's GPU, one hardware queue
-  // per rank): use it, or a stream of your own created right after it, for rank r's calls.
+  // Rank r's stream, created by the world (non-blocking, on the rank's GPU, checked to run side by
+  // side with the other ranks'): use it for rank r's calls, or a stream of your own that
+  // run_together() has passed with the other ranks' streams.
   cudaStream_t stream(int r) const { return streams_.at(static_cast<std::size_t>(r)); }
   // Rank r's transfer stream for pipelined calls (cuda/pipeline.cuh), created by the world right
   // after the rank streams so that it has a hardware queue of its own; nullptr when the GPU has
@@ -533,14 +536,21 @@ class cuda_local_world {
     return status::success;
   }
 
-  // Whether `streams` (idle, on `device`: the first rank's GPU unless given) run side by side: a
-  // kernel on each waits until all of them have started. timed_out where they do not within
-  // `timeout_seconds` (two of them share a hardware queue, a stream is listed twice, or one is
-  // still busy with earlier work), cuda_error where a launch fails. The world checks its own
-  // streams so when it is made; use this for streams of your own before giving them to the ranks.
-  // Waits for the streams (and at most timeout_seconds + 10 s); one host thread at a time.
+  // Whether `streams` (idle, on `device`: one of the world's GPUs, the first rank's unless given)
+  // run side by side: a kernel on each waits until all of them have started. timed_out where they
+  // do not within `timeout_seconds` (two of them share a hardware queue, a stream is listed twice,
+  // one is still busy with earlier work, or CUDA_LAUNCH_BLOCKING is set), cuda_error where a
+  // launch fails, invalid_argument for a device the world does not use or a timeout outside
+  // (0, 3600]. The world checks its own streams so when it is made; use this for streams of your
+  // own before giving them to the ranks. Waits for the streams (and at most timeout_seconds + 10 s);
+  // one host thread at a time, and not beside reset().
   status run_together(const std::vector<cudaStream_t>& streams, double timeout_seconds = probe_seconds,
                       int device = -1) {
+    if (device >= 0) {
+      bool ours = false;
+      for (const auto& t : ranks_) ours = ours || t->device() == device;
+      if (!ours) return status::invalid_argument;
+    }
     std::vector<std::pair<cudaStream_t, int>> on;
     for (cudaStream_t st : streams) on.emplace_back(st, device < 0 ? home_ : device);
     return probe(on, timeout_seconds);
@@ -575,7 +585,10 @@ class cuda_local_world {
     *static_cast<volatile int*>(abort_) = 0;
     probe_arrivals_ = 0;  // (the memset below clears the count)
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!on.ok() || cudaMemset(base_, 0, bytes_) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+    // (the device first: a run_together kernel still queued must arrive before the count is
+    // cleared, not after)
+    if (!on.ok() || cudaDeviceSynchronize() != cudaSuccess || cudaMemset(base_, 0, bytes_) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess)
       return status::cuda_error;
     return status::success;
   }

@@ -243,8 +243,7 @@ struct warp_rans {
     // the groups, with and without the tests of zero symbols
     const auto run = [&](auto zeros) {
       constexpr bool Zeros = decltype(zeros)::value;
-      std::uint8_t* o = out + lane * sizeof(bits_type);  // this lane's element of the group
-      for (std::uint32_t g = 0; g < groups; ++g, o += format::group_elems * sizeof(bits_type)) {
+      for (std::uint32_t g = 0; g < groups; ++g) {
         const bool live = g < full_groups || lane < static_cast<unsigned>(m % format::group_elems);
         bits_type v = 0;
         if (!masked || !codec_detail::in_zero_group(body, g)) {
@@ -264,7 +263,8 @@ struct warp_rans {
                 return S::join(sym, __ldg(bytes + k), word);
               });
         }
-        if (live) {
+        if (live) {  // (this lane's element of the group)
+          std::uint8_t* o = out + (std::uint64_t{g} * format::group_elems + lane) * sizeof(bits_type);
           if (out_aligned) *reinterpret_cast<bits_type*>(o) = v;
           else format::store_le<bits_type>(o, v);
         }
