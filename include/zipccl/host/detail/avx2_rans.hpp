@@ -6,9 +6,9 @@
 //            lanes that fell below 2^16 take the next words of the stream in lane order: one
 //            16-byte load, and a lane permutation from a 256-entry table indexed by the lanes' mask;
 //            bf16 and fp16 join symbols and rest bytes sixteen at a time, in 16-bit lanes.
-//   encoder  the symbols' (freq, cum) and reciprocals, from registers when the chunk's symbols
-//            fall in a window of 32 values (bf16, fp32: window_table), else by two gathers (fp16,
-//            and the registers with a symbol outside the window); the lanes at or above
+//   encoder  the symbols' (freq, cum) and reciprocals by eight scalar loads of 64-bit entries
+//            (encode_table::lookup8: the symbols from the elements in memory, or from the zeros
+//            kernel's symbols), which beat gathers and register windows on Zen 3; the lanes at or above
 //            freq << 20 give up their low 16 bits, which one byte shuffle from a 256-entry table
 //            packs in lane order at the top of 16 bytes, stored just below the stream's current
 //            start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply
@@ -110,26 +110,6 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
   return _mm256_blend_epi32(even, odd, 0xAA);
 }
 
-// A full group of 32 elements at `in`: the symbols as four registers of eight lanes, and the
-// group's rest sections written at bytes (32) and words (fp32: 32 x u16) by avx2::store_rest from
-// the same loads.
-template <class E>
-inline void split_group(const std::uint8_t* in, __m256i (&sym)[4], std::uint8_t* bytes, std::uint8_t* words) {
-  __m256i v[avx2::group_regs<E>];
-  avx2::load_group<E>(in, v);
-  if constexpr (std::is_same_v<E, fp32>) {
-    for (int k = 0; k < 4; ++k) sym[k] = _mm256_and_si256(_mm256_srli_epi32(v[k], 23), _mm256_set1_epi32(0xFF));
-  } else {
-    for (int k = 0; k < 2; ++k) {
-      const __m256i s16 = std::is_same_v<E, bf16> ? _mm256_and_si256(_mm256_srli_epi16(v[k], 7), _mm256_set1_epi16(0xFF))
-                                                  : _mm256_srli_epi16(v[k], 8);
-      sym[2 * k] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(s16));
-      sym[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(s16, 1));
-    }
-  }
-  avx2::store_rest<E>(v, bytes, words);
-}
-
 // codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
 // kernel's (avx2::byte_histogram: bf16's and fp32's symbols 32 at a time from a register,
 // fp16's high bytes straight from memory; on AVX-512, avx512::rans_simd::count_symbols for bf16
@@ -219,12 +199,34 @@ inline void store_states(const __m256i (&v)[4], std::uint32_t* x) {
 struct alignas(64) encode_table {
   std::uint32_t freq_cum[rans::symbols];
   std::uint32_t rcp[rans::symbols];
+  std::uint64_t entry[rans::symbols];  // freq_cum | rcp << 32 (the AVX2 kernel's scalar lookups)
   explicit encode_table(const codec_detail::rans_plan& plan) {
     for (unsigned s = 0; s < rans::symbols; ++s) {
       const std::uint32_t f = plan.freq[s];
       freq_cum[s] = f | (plan.cum[s] << 16);
       rcp[s] = f == 0 ? 0u : f == 1 ? 0xFFFFFFFFu : static_cast<std::uint32_t>((std::uint64_t(1) << 32) / f);
+      entry[s] = freq_cum[s] | (std::uint64_t(rcp[s]) << 32);
     }
+  }
+  // The freq_cum and rcp words of eight lanes (lane order) from their elements at `in` (lookup8)
+  // or their symbols at sym (lookup8_symbols): eight scalar loads of `entry`, two 64-bit entries an
+  // xmm by vmovq and vpinsrq, and one shufps a field. On AMD Zen 3, where a gather of eight lanes
+  // costs about what these eight loads do twice over, whole compressions ran 1.4x faster with them
+  // than with two gathers (fp16) or a window of 32 entries in registers (bf16, fp32)
+  // (docs/PERFORMANCE.md, "The AVX2 encoder's lookups").
+  template <class E>
+  ZIPCCL_ALWAYS_INLINE void lookup8(const std::uint8_t* in, __m256i* fc, __m256i* recip) const {
+    entries8([&](int l) {
+      if constexpr (std::is_same_v<E, fp16>) {
+        return static_cast<unsigned>(in[2 * l + 1]);  // (the high byte)
+      } else {
+        using bits_type = typename E::bits_type;
+        return static_cast<unsigned>(rans::split<E>::symbol(format::load_le<bits_type>(in + l * sizeof(bits_type))));
+      }
+    }, fc, recip);
+  }
+  ZIPCCL_ALWAYS_INLINE void lookup8_symbols(const std::uint32_t* sym, __m256i* fc, __m256i* recip) const {
+    entries8([&](int l) { return sym[l]; }, fc, recip);
   }
   // A symbol's frequency for the choice of a window: none for the symbols of skip (zero symbols,
   // which a kernel looks up apart).
@@ -270,41 +272,19 @@ struct alignas(64) encode_table {
     }
     return start;
   }
-};
 
-// The same lookups from registers (bf16, fp32), for the symbols of a window of 32 values: a
-// lookup is four vpermd and three blends in place of a gather. The window is the one that holds
-// the most of the chunk's frequency; a register with a lane outside it takes the gathers. (fp16's
-// symbol is the high byte, sign included, which spreads a chunk over two windows and more: eight
-// vpermd cost more than the gathers there, so fp16 keeps them.)
-struct window_table {
-  __m256i fc[4], rcp[4];
-  __m256i lo;
-  window_table() : fc(), rcp(), lo() {}  // (fp16: not used)
-  window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
-    alignas(32) std::uint32_t f[32], r[32];
-    lo = _mm256_set1_epi32(static_cast<int>(et.window<32>(plan, f, r, skip)));
-    for (unsigned k = 0; k < 4; ++k) {
-      fc[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * k));
-      rcp[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(r + 8 * k));
-    }
-  }
-  // The two lookups of eight symbols; false when a lane's symbol is outside the window.
-  bool lookup(__m256i sym, __m256i* freq_cum, __m256i* recip) const {
-    const __m256i i = _mm256_sub_epi32(sym, lo);
-    const __m256i above = _mm256_srli_epi32(i, 5);  // (a shift, not a mask: no constant to keep)
-    if (!_mm256_testz_si256(above, above)) return false;
-    const __m256 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 28)), b4 = _mm256_castsi256_ps(_mm256_slli_epi32(i, 27));
-    const auto pick = [&](const __m256i* t) {
-      const auto two = [&](const __m256i* u) {
-        return _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(u[0], i)),
-                                _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(u[1], i)), b3);
-      };
-      return _mm256_castps_si256(_mm256_blendv_ps(two(t), two(t + 2), b4));
-    };
-    *freq_cum = pick(fc);
-    *recip = pick(rcp);
-    return true;
+ private:
+  template <class Symbol>
+  ZIPCCL_ALWAYS_INLINE void entries8(Symbol&& symbol, __m256i* fc, __m256i* recip) const {
+    const auto e = [&](int l) { return static_cast<long long>(entry[symbol(l)]); };
+    // lanes 0 1 4 5 (g0) and 2 3 6 7 (g1), an entry a 64-bit half: the low words of the two, in
+    // lane order, by one shufps, the high words by another
+    const __m256i g0 = _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(e(4)), e(5), 1),
+                                        _mm_insert_epi64(_mm_cvtsi64_si128(e(0)), e(1), 1));
+    const __m256i g1 = _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(e(6)), e(7), 1),
+                                        _mm_insert_epi64(_mm_cvtsi64_si128(e(2)), e(3), 1));
+    *fc = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(g0), _mm256_castsi256_ps(g1), 0x88));
+    *recip = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(g0), _mm256_castsi256_ps(g1), 0xDD));
   }
 };
 
@@ -312,20 +292,14 @@ struct window_table {
 // registers, lanes 31..24 first.
 template <class E>
 struct encode_kernel {
-  static constexpr bool windowed = !std::is_same_v<E, fp16>;
   const encode_table& et;
-  window_table wt;
   const mask_tables& mt;
   __m256i X[4];
-  // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
-  // symbols up apart)
-  encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
-      : et(t), wt(windowed ? window_table(plan, t, zero_symbols ? &plan.zero : nullptr) : window_table()), mt(tables()),
-        X() {}
+  explicit encode_kernel(const encode_table& t) : et(t), mt(tables()), X() {}
   // Runs f (encode_chunk_with's group loop) with the kernel for this chunk (here always this one).
   template <class F>
-  ZIPCCL_ALWAYS_INLINE static std::uint64_t run(const codec_detail::rans_plan& plan, const encode_table& t, F&& f) {
-    encode_kernel k(plan, t);
+  ZIPCCL_ALWAYS_INLINE static std::uint64_t run(const codec_detail::rans_plan&, const encode_table& t, F&& f) {
+    encode_kernel k(t);
     return f(k);
   }
   // The body's symbol counts (plan_chunk).
@@ -343,45 +317,22 @@ struct encode_kernel {
   // Codes the group at `in`, its rest sections at bytes and words, its stream words pushed below
   // out + *top (each register's store reaches 16 bytes below the stream's start: the loop leaves
   // room for 64 bytes and more).
-  void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out, std::uint64_t* top) {
-    __m256i sym[4];
-    split_group<E>(in, sym, bytes, words);
-    code(sym, out, top);
+  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out,
+                                  std::uint64_t* top) {
+    avx2::group_rest<E>(in, bytes, words);
+    code(in, nullptr, out, top);
   }
-  // The table entries of the zero symbols, broadcast (code<true>).
-  struct zero_entries {
-    __m256i fc_pos, fc_neg, rcp_pos, rcp_neg;
-    zero_entries(const codec_detail::rans_plan& plan, const encode_table& t)
-        : fc_pos(_mm256_set1_epi32(static_cast<int>(t.freq_cum[plan.zero.pos]))),
-          fc_neg(_mm256_set1_epi32(static_cast<int>(t.freq_cum[plan.zero.neg]))),
-          rcp_pos(_mm256_set1_epi32(static_cast<int>(t.rcp[plan.zero.pos]))),
-          rcp_neg(_mm256_set1_epi32(static_cast<int>(t.rcp[plan.zero.neg]))) {}
-  };
-  // Codes the group's symbols (four registers of eight lanes, lane order). Zeros: the lanes set in
-  // pos[k] and neg[k] (all ones) hold the zero symbols, whose entries come from z, not the window.
-  template <bool Zeros = false>
-  void code(const __m256i (&sym)[4], std::uint8_t* out, std::uint64_t* top, const __m256i* pos = nullptr,
-            const __m256i* neg = nullptr, const zero_entries* z = nullptr) {
+  // Codes a group: the symbols of the 32 elements at `in` or, where sym is not null (bodies with
+  // zero symbols, whose zeros take zp and zn), the 32 symbols at sym (lane order).
+  ZIPCCL_ALWAYS_INLINE void code(const std::uint8_t* in, const std::uint32_t* sym, std::uint8_t* out, std::uint64_t* top) {
     const __m256i one = _mm256_set1_epi32(1);
     const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                                0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     std::uint64_t t = *top;
     for (int k = 3; k >= 0; --k) {
       __m256i fc, rcp;
-      bool found = false;
-      if constexpr (Zeros) {
-        if (windowed && wt.lookup(_mm256_blendv_epi8(sym[k], wt.lo, _mm256_or_si256(pos[k], neg[k])), &fc, &rcp)) {
-          fc = _mm256_blendv_epi8(_mm256_blendv_epi8(fc, z->fc_pos, pos[k]), z->fc_neg, neg[k]);
-          rcp = _mm256_blendv_epi8(_mm256_blendv_epi8(rcp, z->rcp_pos, pos[k]), z->rcp_neg, neg[k]);
-          found = true;
-        }
-      } else {
-        found = windowed && wt.lookup(sym[k], &fc, &rcp);
-      }
-      if (!found) {
-        fc = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.freq_cum), sym[k], 4);
-        rcp = _mm256_i32gather_epi32(reinterpret_cast<const int*>(et.rcp), sym[k], 4);
-      }
+      if (sym != nullptr) et.lookup8_symbols(sym + 8 * k, &fc, &rcp);
+      else et.template lookup8<E>(in + 8 * k * format::chunk_layout<E>::elem_size, &fc, &rcp);
       // (the low halves by a blend with zero: the register pressure here would reload a mask)
       const __m256i f = _mm256_blend_epi16(fc, _mm256_setzero_si256(), 0xAA), cum = _mm256_srli_epi32(fc, 16);
       // push where x >= f << 20, i.e. where x is above b = (f << 20) - 1 (f = 4096 never pushes: b
@@ -478,16 +429,16 @@ struct decode_kernel {
 template <class E>
 struct encode_zeros_kernel : encode_kernel<E> {
   const rest_tables& rt;
-  typename encode_kernel<E>::zero_entries ze;
   __m256i zp, zn, neg0;
   encode_zeros_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
-      : encode_kernel<E>(plan, t, true), rt(zero_tables()), ze(plan, t), zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))),
+      : encode_kernel<E>(t), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))),
         zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
   void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint64_t* rest, std::uint8_t* out,
              std::uint64_t* top) {
     constexpr unsigned W = rans::split<E>::word_bytes;
-    __m256i v[avx2::group_regs<E>], sym[4], e[4];
+    __m256i v[avx2::group_regs<E>], e[4];
+    alignas(32) std::uint32_t sym[32];
     avx2::load_group<E>(in, v);
     alignas(32) std::uint8_t all_bytes[32], all_words[64], live_bytes[48], live_words[80];
     avx2::store_rest<E>(v, all_bytes, all_words);
@@ -500,15 +451,12 @@ struct encode_zeros_kernel : encode_kernel<E> {
       }
     }
     unsigned live = 0;
-    __m256i pos[4], neg[4];
     for (int k = 0; k < 4; ++k) {
       const __m256i s = std::is_same_v<E, fp32> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 23), _mm256_set1_epi32(0xFF))
                         : std::is_same_v<E, bf16> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 7), _mm256_set1_epi32(0xFF))
                                                   : _mm256_srli_epi32(e[k], 8);
       const __m256i is_pos = _mm256_cmpeq_epi32(e[k], _mm256_setzero_si256()), is_neg = _mm256_cmpeq_epi32(e[k], neg0);
-      pos[k] = is_pos;
-      neg[k] = is_neg;
-      sym[k] = _mm256_blendv_epi8(_mm256_blendv_epi8(s, zp, is_pos), zn, is_neg);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sym + 8 * k), _mm256_blendv_epi8(_mm256_blendv_epi8(s, zp, is_pos), zn, is_neg));
       const unsigned rests =
           ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(is_pos, is_neg)))) & 0xFFu;
       std::uint64_t b8;
@@ -526,7 +474,7 @@ struct encode_zeros_kernel : encode_kernel<E> {
     *rest -= live;
     std::memcpy(bytes + *rest, live_bytes, live);
     if constexpr (W != 0) std::memcpy(words + 2 * *rest, live_words, 2 * live);
-    this->template code<true>(sym, out, top, pos, neg, &ze);
+    this->code(in, sym, out, top);
   }
 };
 

@@ -517,8 +517,8 @@ struct encode_kernel {
     split_group<E>(in, sym, bytes, words);
     code(sym, out, top);
   }
-  // The table entries of the zero symbols, broadcast (code<true>; the AVX2 kernel's, in zmm: not one
-  // template over the vector type, whose alignment attribute GCC drops, with a warning, there).
+  // The table entries of the zero symbols, broadcast (code<true>, whose window lookups leave them
+  // out).
   struct zero_entries {
     __m512i fc_pos, fc_neg, rcp_pos, rcp_neg;
     zero_entries(const codec_detail::rans_plan& plan, const encode_table& t)
