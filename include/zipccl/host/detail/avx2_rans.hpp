@@ -336,10 +336,9 @@ struct encode_kernel {
       else et.template lookup8<E>(in + 8 * k * format::chunk_layout<E>::elem_size, &fc, &rcp);
       // (the low halves by a blend with zero: the register pressure here would reload a mask)
       const __m256i f = _mm256_blend_epi16(fc, _mm256_setzero_si256(), 0xAA), cum = _mm256_srli_epi32(fc, 16);
-      // push where x >= f << 20, i.e. where x is above b = (f << 20) - 1 (f = 4096 never pushes: b
-      // wraps to 2^32 - 1); stay marks the lanes where max(x, b) is b
-      const __m256i b = _mm256_sub_epi32(_mm256_slli_epi32(f, 20), one);
-      const __m256i stay = _mm256_cmpeq_epi32(_mm256_max_epu32(X[k], b), b);
+      // push where x >= f << 20, i.e. where x >> 20 >= f; stay marks the others, where f > x >> 20
+      // (both below 2^13: a signed compare; f = 4096 never pushes)
+      const __m256i stay = _mm256_cmpgt_epi32(f, _mm256_srli_epi32(X[k], 20));
       const unsigned mask = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(stay))) & 0xFFu;
       // (no branch on the mask: whether a register pushes is close to a coin toss)
       const __m256i lw = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(X[k], low_words), 0x08);
