@@ -357,7 +357,7 @@ void byte_histogram(const std::uint8_t* in, std::uint64_t m, const codec_detail:
       if (v < n) counts[v] += hist[b];
     }
   } else {
-    constexpr unsigned S = L::elem_size;  // (n <= 256)
+    constexpr unsigned S = L::elem_size;
     alignas(64) std::uint32_t wide[8][512] = {};
     for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
       const std::uint8_t* p = in + first * S + (S - 2);
@@ -370,7 +370,8 @@ void byte_histogram(const std::uint8_t* in, std::uint64_t m, const codec_detail:
     });
     for (unsigned v = 0; v < n; ++v) {
       std::uint32_t c = 0;
-      for (unsigned k = 0; k < 8; ++k) c += wide[k][v] + wide[k][v + 256];
+      if (v < 256)  // (no symbol or exponent field of bf16 or fp32 is 256 or more)
+        for (unsigned k = 0; k < 8; ++k) c += wide[k][v] + wide[k][v + 256];
       counts[v] = c;
     }
   }

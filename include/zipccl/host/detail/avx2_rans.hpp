@@ -2,17 +2,18 @@
 //
 // The 32 lanes of a chunk's rANS body (codec/rans.hpp) are four registers of eight 32-bit states.
 // One step of a register:
-//   decoder  slot = x & 4095; the slot words by eight scalar loads (not a gather: faster on Zen 3);
-//            x = freq * (x >> 12) + offset; the lanes that fell below 2^16 take the next words of the stream in lane order: one
-//            16-byte load, and a lane permutation from a 256-entry table indexed by the lanes' mask;
+//   decoder  slot = x & 4095; the slot words by eight scalar loads (bf16, fp16: faster than a
+//            gather on Zen 3) or one gather (fp32); x = freq * (x >> 12) + offset; the lanes
+//            that fell below 2^16 take the next words of the stream in lane order: one 16-byte
+//            load, and a lane permutation from a 256-entry table indexed by the lanes' mask;
 //            bf16 and fp16 join symbols and rest bytes sixteen at a time, in 16-bit lanes.
 //   encoder  the symbols' (freq, cum) and reciprocals by eight scalar loads of 64-bit entries
 //            (encode_table::lookup8: the symbols from the elements in memory, or from the zeros
-//            kernel's symbols), which beat gathers and register windows on Zen 3; the lanes at or above
-//            freq << 20 give up their low 16 bits, which one byte shuffle from a 256-entry table
-//            packs in lane order at the top of 16 bytes, stored just below the stream's current
-//            start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply
-//            and one correction step.
+//            kernel's symbols), which beat gathers and register windows on Zen 3; the lanes with
+//            x >> 20 >= freq give up their low 16 bits, which one byte shuffle from a 256-entry
+//            table packs in lane order at the top of 16 bytes, stored just below the stream's
+//            current start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal
+//            multiply and one correction step.
 // Registers are taken in the order the reference takes lanes (the decoder lane 0 first, the
 // encoder lane 31 first), so the words land where the reference puts them. The group loops
 // (encode_chunk_with, decode_body_with) take the kernel of a full group as a parameter, so the
@@ -111,9 +112,9 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
 }
 
 // codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
-// kernel's (avx2::byte_histogram: bf16's and fp32's symbols 32 at a time from a register,
-// fp16's high bytes straight from memory; on AVX-512, avx512::rans_simd::count_symbols for bf16
-// and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
+// kernel's (avx2::byte_histogram: bf16's and fp32's sign and exponent from each element's high
+// 16 bits, fp16's high bytes, both straight from memory; on AVX-512,
+// avx512::rans_simd::count_symbols for bf16 and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
 // avx2::count_zeros, or avx512::rans_simd::count_zeros), only where the counts of their symbols
 // leave room for enough of them to give the body zero symbols (rans::zeros_pay).
 template <class E, class Count, class Zeros>
@@ -210,10 +211,10 @@ struct alignas(64) encode_table {
   }
   // The freq_cum and rcp words of eight lanes (lane order) from their elements at `in` (lookup8)
   // or their symbols at sym (lookup8_symbols): eight scalar loads of `entry`, two 64-bit entries an
-  // xmm by vmovq and vpinsrq, and one shufps a field. On AMD Zen 3, where a gather of eight lanes
-  // costs about what these eight loads do twice over, whole compressions ran 1.4x faster with them
-  // than with two gathers (fp16) or a window of 32 entries in registers (bf16, fp32)
-  // (docs/PERFORMANCE.md, "The AVX2 encoder's lookups").
+  // xmm by vmovq and vpinsrq, and one shufps a field. On AMD Zen 3 the two fields of eight lanes
+  // took 2.1 ns this way against 3.4 for two gathers, and whole compressions ran 1.4x faster than
+  // with two gathers (fp16) or a window of 32 entries in registers (bf16, fp32)
+  // (docs/PERFORMANCE.md, "The AVX2 encoder's lookups, on AMD Zen 3").
   template <class E>
   ZIPCCL_ALWAYS_INLINE void lookup8(const std::uint8_t* in, __m256i* fc, __m256i* recip) const {
     entries8([&](int l) {
@@ -386,15 +387,21 @@ struct decode_kernel {
     const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
     const __m256i fff = _mm256_set1_epi32(0xFFF), one = _mm256_set1_epi32(1);
     const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
-    // the slot words by eight scalar loads, two a 64-bit half (on Zen 3 faster than a gather:
-    // decompression 1.07-1.11x on dense chunks, 1.6x on fp16 with zero symbols)
-    alignas(32) std::uint32_t slot_of[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(slot_of), _mm256_and_si256(X[k], slot_mask));
-    const auto pair = [&](int l) {
-      return static_cast<long long>(t.slot[slot_of[l]] | (std::uint64_t(t.slot[slot_of[l + 1]]) << 32));
-    };
-    const __m256i e = _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(pair(4)), pair(6), 1),
-                                       _mm_insert_epi64(_mm_cvtsi64_si128(pair(0)), pair(2), 1));
+    // bf16, fp16: the slot words by eight scalar loads, two a 64-bit half (on Zen 3 faster than a
+    // gather: decompression 1.07-1.11x on dense chunks, 1.6x on fp16 with zero symbols); fp32 keeps
+    // the gather, which decoded it 3-4% faster there (docs/PERFORMANCE.md)
+    __m256i e;
+    if constexpr (std::is_same_v<E, fp32>) {
+      e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
+    } else {
+      alignas(32) std::uint32_t slot_of[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(slot_of), _mm256_and_si256(X[k], slot_mask));
+      const auto pair = [&](int l) {
+        return static_cast<long long>(t.slot[slot_of[l]] | (std::uint64_t(t.slot[slot_of[l + 1]]) << 32));
+      };
+      e = _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(pair(4)), pair(6), 1),
+                           _mm_insert_epi64(_mm_cvtsi64_si128(pair(0)), pair(2), 1));
+    }
     const __m256i f = _mm256_add_epi32(_mm256_srli_epi32(e, 20), one);
     const __m256i x1 = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srli_epi32(X[k], rans::prob_bits)),
                                         _mm256_and_si256(_mm256_srli_epi32(e, 8), fff));
