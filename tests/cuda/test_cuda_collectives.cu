@@ -553,12 +553,10 @@ TEST_CASE("a cuda_local world without two hardware queues per rank refuses pipel
   }
   for (int r = 0; r < n; ++r)
     REQUIRE(comms[r]->all_gather(in[r]->p, out[r]->p, count, world.stream(r)) == status::success);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (int r = 0; r < n; ++r)
-    while (cudaStreamQuery(world.stream(r)) == cudaErrorNotReady) {
-      REQUIRE(std::chrono::steady_clock::now() < until);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+  std::vector<cudaStream_t> ranks_streams;
+  for (int r = 0; r < n; ++r) ranks_streams.push_back(world.stream(r));
+  REQUIRE(zipccl::cuda::detail::wait_streams(ranks_streams, std::chrono::steady_clock::now() + std::chrono::seconds(60),
+                                             std::chrono::milliseconds(1), "test: all_gather") == status::success);
   const auto want = host_reference<C>(0, n, count, op::sum);
   for (int r = 0; r < n; ++r) {
     CHECK(comms[r]->result() == status::success);

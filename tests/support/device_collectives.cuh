@@ -95,16 +95,10 @@ struct ranks_on_gpu {
     return false;
   }
   static bool drained(const std::vector<cudaStream_t>& all, double seconds) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    for (auto& s : all) {
-      cudaError_t e;
-      while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      if (e != cudaSuccess) return false;
-    }
-    return true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                              std::chrono::duration<double>(seconds));
+    return zipccl::cuda::detail::wait_streams(all, until, std::chrono::milliseconds(1), "test: drained") ==
+           status::success;
   }
 };
 

@@ -1,8 +1,9 @@
 // transport::cuda_local (gpu): N ranks as N streams of one process. Messages arrive intact in
 // order, ring steps in groups never deadlock (one host thread per rank, or one for all), a size
 // that differs and an abort end every rank's waits with an error instead of a hang, the link model
-// holds a transfer for its time, a rank's work captured in a CUDA graph replays, and the check
-// that streams run side by side passes the world's and fails, in time, on a stream listed twice.
+// holds a transfer for its time, a rank's work captured in a CUDA graph replays, the check
+// that streams run side by side passes the world's and fails, in time, on a stream listed twice,
+// and the deadline wait on streams behind it times out instead of hanging.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -272,6 +273,29 @@ TEST_CASE("cuda_local: bad arguments are invalid_argument", "[gpu][cuda_local]")
   CHECK_THROWS_AS(cuda_local_world(0), zipccl::error);
   CHECK_THROWS_AS(cuda_local_world(33), zipccl::error);  // more ranks than hardware queues on one GPU
   CHECK(world.rank(0).async_error() == status::success);
+}
+
+// The deadline wait that run_together, pending_slots and the tests' stall checks share
+// (cuda::detail::wait_streams): a stream held by a host function past the deadline is timed_out,
+// not a hang; once it is free, success. (Its cuda_error path, a stream that reports an error, is
+// not provoked here: a faulting kernel, the usual cause, leaves a sticky error that would end the
+// context the other tests use.)
+TEST_CASE("cuda_local: wait_streams times out on a held stream, then sees it finish", "[gpu][cuda_local]") {
+  using zipccl::cuda::detail::wait_streams;
+  cudaStream_t held, idle;
+  REQUIRE(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking) == cudaSuccess);
+  const auto hold = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
+  REQUIRE(cudaLaunchHostFunc(held, hold, nullptr) == cudaSuccess);
+  const std::vector<cudaStream_t> both = {idle, held};
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(wait_streams(both, t0 + std::chrono::milliseconds(50), std::chrono::microseconds(100), "test") ==
+        status::timed_out);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(400));
+  CHECK(wait_streams(both, t0 + std::chrono::seconds(30), std::chrono::microseconds(0), "test") == status::success);
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(500));
+  REQUIRE(cudaStreamDestroy(held) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(idle) == cudaSuccess);
 }
 
 int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }

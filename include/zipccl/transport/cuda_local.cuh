@@ -522,12 +522,16 @@ class cuda_local_world {
     const cuda_local_detail::device_scope on(home_);
     const std::size_t boxes = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_) * slots_;
     if (!on.ok()) return status::cuda_error;
-    cudaError_t e = cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox), cudaMemcpyDeviceToHost,
-                                    diag_stream_);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-    while (e == cudaSuccess && (e = cudaStreamQuery(diag_stream_)) == cudaErrorNotReady)
-      if (std::chrono::steady_clock::now() > until) return status::cuda_error;
-    if (e != cudaSuccess) return status::cuda_error;
+    if (cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox), cudaMemcpyDeviceToHost,
+                        diag_stream_) != cudaSuccess)
+      return status::cuda_error;
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(timeout_seconds));
+    const cudaStream_t read[] = {diag_stream_};
+    if (cuda::detail::wait_streams(read, until, std::chrono::microseconds(0), "cuda_local: pending_slots") !=
+        status::success)
+      return status::cuda_error;
     for (std::size_t i = 0; i < boxes; ++i)
       if (diag_[i].state != cuda_local_detail::slot_idle)
         out.push_back(slot_view{static_cast<int>(i / slots_ / static_cast<std::size_t>(n_)),
@@ -639,15 +643,14 @@ class cuda_local_world {
     }
     probe_arrivals_ = target;
     // every spin ends by itself: with the last arrival, or at its time limit
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds + 10);
-    for (const auto& on_stream : on) {
-      cudaError_t e;
-      while ((e = cudaStreamQuery(on_stream.first)) == cudaErrorNotReady) {
-        if (std::chrono::steady_clock::now() > until) return status::timed_out;
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-      if (e != cudaSuccess) return status::cuda_error;
-    }
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(timeout_seconds + 10));
+    std::vector<cudaStream_t> streams;
+    for (const auto& on_stream : on) streams.push_back(on_stream.first);
+    const status waited =
+        cuda::detail::wait_streams(streams, until, std::chrono::microseconds(100), "cuda_local: run_together");
+    if (waited != status::success) return waited;
     return *static_cast<const volatile int*>(report) == static_cast<int>(gen) ? status::timed_out : status::success;
   }
   cuda_local_detail::mailbox* slot(int src, int dst, std::uint64_t seq) {
