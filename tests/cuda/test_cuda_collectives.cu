@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -22,6 +21,7 @@
 #include <zipccl/collective.hpp>
 #include <zipccl/cuda/collective.cuh>
 #include <zipccl/cuda/communicator.cuh>
+#include <zipccl/cuda/detail/wait_streams.cuh>
 #include <zipccl/transport/cuda_local.cuh>
 
 #include "../support/cuda_test.cuh"

@@ -11,12 +11,12 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include <zipccl/collective.hpp>
 #include <zipccl/cuda/collective.cuh>
+#include <zipccl/cuda/detail/wait_streams.cuh>
 #include <zipccl/transport/cuda_local.cuh>
 
 #include "cuda_test.cuh"
@@ -95,8 +95,7 @@ struct ranks_on_gpu {
     return false;
   }
   static bool drained(const std::vector<cudaStream_t>& all, double seconds) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                              std::chrono::duration<double>(seconds));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     return zipccl::cuda::detail::wait_streams(all, until, std::chrono::milliseconds(1), "test: drained") ==
            status::success;
   }

@@ -9,13 +9,16 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <zipccl/cuda/detail/wait_streams.cuh>
 #include <zipccl/transport/cuda_local.cuh>
 
 #include "../support/cuda_test.cuh"
@@ -276,24 +279,40 @@ TEST_CASE("cuda_local: bad arguments are invalid_argument", "[gpu][cuda_local]")
 }
 
 // The deadline wait that run_together, pending_slots and the tests' stall checks share
-// (cuda::detail::wait_streams): a stream held by a host function past the deadline is timed_out,
-// not a hang; once it is free, success. (Its cuda_error path, a stream that reports an error, is
-// not provoked here: a faulting kernel, the usual cause, leaves a sticky error that would end the
-// context the other tests use.)
+// (cuda::detail::wait_streams): a stream held by a host function is timed_out at the deadline, not
+// a hang; once the test lets it go, success. (Its cuda_error path, a stream that reports an error,
+// is not provoked here: a faulting kernel, the usual cause, leaves a sticky error that would end
+// the context the other tests use.)
 TEST_CASE("cuda_local: wait_streams times out on a held stream, then sees it finish", "[gpu][cuda_local]") {
   using zipccl::cuda::detail::wait_streams;
   cudaStream_t held, idle;
   REQUIRE(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking) == cudaSuccess);
   REQUIRE(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking) == cudaSuccess);
-  const auto hold = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(500)); };
-  REQUIRE(cudaLaunchHostFunc(held, hold, nullptr) == cudaSuccess);
+  // the host function holds its stream until `go` is set; the guard sets it however the test ends
+  // (static: a host function still polling after a failed check must not read a dead frame)
+  static std::atomic<bool> go;
+  go = false;
+  struct release {
+    std::atomic<bool>& go;
+    ~release() { go = true; }
+  } guard{go};
+  const auto hold = [](void* flag) {
+    while (!static_cast<std::atomic<bool>*>(flag)->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  REQUIRE(cudaLaunchHostFunc(held, hold, &go) == cudaSuccess);
   const std::vector<cudaStream_t> both = {idle, held};
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(wait_streams(both, t0 + std::chrono::milliseconds(50), std::chrono::microseconds(100), "test") ==
         status::timed_out);
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(400));
-  CHECK(wait_streams(both, t0 + std::chrono::seconds(30), std::chrono::microseconds(0), "test") == status::success);
-  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(500));
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(50));
+  CHECK(cudaStreamQuery(held) == cudaErrorNotReady);  // (still held: the wait gave up, it did not end it)
+  go = true;
+  CHECK(wait_streams(both, std::chrono::steady_clock::now() + std::chrono::duration<double>(30.0),
+                     std::chrono::microseconds(0), "test") == status::success);
+  CHECK(cudaStreamQuery(held) == cudaSuccess);
+  // a deadline in double seconds may be infinite: no end but the streams' (pending_slots' timeout)
+  CHECK(wait_streams(both, std::chrono::steady_clock::now() + std::chrono::duration<double>(HUGE_VAL),
+                     std::chrono::microseconds(0), "test") == status::success);
   REQUIRE(cudaStreamDestroy(held) == cudaSuccess);
   REQUIRE(cudaStreamDestroy(idle) == cudaSuccess);
 }

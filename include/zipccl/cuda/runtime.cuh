@@ -18,11 +18,9 @@
 
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "../error.hpp"
@@ -123,25 +121,6 @@ inline aligned_temp align_temp(void* temp, std::size_t temp_bytes, std::size_t b
 
 // The size to ask a caller for: `bytes` at any alignment of the caller's pointer.
 constexpr std::size_t with_align_slack(std::size_t bytes) { return bytes + temp_align - 1; }
-
-// Waits for the work queued on each of `streams` (a range of cudaStream_t), polling one stream
-// after another and sleeping `pause` between polls (none: a busy poll), until `until`: success
-// once all have finished; timed_out at the deadline, with work still queued; cuda_error (recorded
-// under `step`) when a stream reports an error. For the waits that must not hang: the local
-// world's probe and mailbox read, and the tests' waits on streams that a stalled rank may hold.
-template <class Streams>
-status wait_streams(const Streams& streams, std::chrono::steady_clock::time_point until,
-                    std::chrono::microseconds pause, const char* step) {
-  for (cudaStream_t s : streams) {
-    cudaError_t e;
-    while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() > until) return status::timed_out;
-      if (pause.count() > 0) std::this_thread::sleep_for(pause);
-    }
-    if (e != cudaSuccess) return fail(e, step);
-  }
-  return status::success;
-}
 
 }  // namespace detail
 }  // namespace zipccl::cuda

@@ -72,10 +72,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "../cuda/detail/wait_streams.cuh"
 #include "../cuda/runtime.cuh"
 #include "../error.hpp"
 #include "device.hpp"
@@ -522,12 +522,12 @@ class cuda_local_world {
     const cuda_local_detail::device_scope on(home_);
     const std::size_t boxes = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_) * slots_;
     if (!on.ok()) return status::cuda_error;
-    if (cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox), cudaMemcpyDeviceToHost,
-                        diag_stream_) != cudaSuccess)
+    if (cuda::detail::check(cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox),
+                                            cudaMemcpyDeviceToHost, diag_stream_),
+                            "cuda_local: pending_slots") != status::success)
       return status::cuda_error;
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(timeout_seconds));
+    // (a deadline in double seconds: an infinite timeout waits for ever, as before)
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
     const cudaStream_t read[] = {diag_stream_};
     if (cuda::detail::wait_streams(read, until, std::chrono::microseconds(0), "cuda_local: pending_slots") !=
         status::success)
@@ -643,9 +643,7 @@ class cuda_local_world {
     }
     probe_arrivals_ = target;
     // every spin ends by itself: with the last arrival, or at its time limit
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                           std::chrono::duration<double>(timeout_seconds + 10));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds + 10);
     std::vector<cudaStream_t> streams;
     for (const auto& on_stream : on) streams.push_back(on_stream.first);
     const status waited =
