@@ -706,6 +706,21 @@ ZIPCCL_HOST_DEVICE void decode_stored_body(const std::uint8_t* chunk, std::uint6
   }
 }
 
+// The refill of a decoded group's states: the lanes of `low` (bit l: state l fell below
+// rans::state_low), in lane order, each take the next 16-bit word of the stream, from word *next
+// on, which moves past them. False, *next unchanged, when the stream's n_words run out first.
+ZIPCCL_HOST_DEVICE bool rans_refill(std::uint32_t* xs, std::uint32_t low, const std::uint8_t* stream,
+                                    std::uint64_t n_words, std::uint64_t* next) {
+  std::uint64_t k = *next;
+  for (; low != 0; low &= low - 1) {
+    if (k == n_words) return false;
+    const unsigned l = format::lowest_bit(low);
+    xs[l] = (xs[l] << 16) | load_le<std::uint16_t>(stream + 2 * k++);
+  }
+  *next = k;
+  return true;
+}
+
 // Decodes one group of `lanes` elements of a rANS body from the lanes' states x and the group's
 // rest sections at bytes and words (fp32) into out, taking stream words from stream[*next] on
 // (n_words in all). The lanes' steps are independent; only their words come in lane order, so
@@ -726,14 +741,8 @@ ZIPCCL_HOST_DEVICE bool decode_rans_group(const rans::decode_table& t, unsigned 
     const std::uint32_t word = S::word_bytes ? load_le<std::uint16_t>(words + 2 * l) : 0u;
     store_le<typename E::bits_type>(out + l * sizeof(typename E::bits_type), S::join(sym, bytes[l], word));
   }
-  std::uint64_t k = *next;
-  for (; low != 0; low &= low - 1) {
-    if (k == n_words) return false;
-    const unsigned l = format::lowest_bit(low);
-    xs[l] = (xs[l] << 16) | load_le<std::uint16_t>(stream + 2 * k++);
-  }
+  if (!rans_refill(xs, low, stream, n_words, next)) return false;
   for (unsigned l = 0; l < lanes; ++l) x[l] = xs[l];
-  *next = k;
   return true;
 }
 
@@ -766,14 +775,8 @@ ZIPCCL_HOST_DEVICE bool decode_rans_group_zeros(const rans::decode_table& t, con
     }
     store_le<bits_type>(out + l * sizeof(bits_type), v);
   }
-  std::uint64_t n = *next;
-  for (; low != 0; low &= low - 1) {
-    if (n == n_words) return false;
-    const unsigned l = format::lowest_bit(low);
-    xs[l] = (xs[l] << 16) | load_le<std::uint16_t>(stream + 2 * n++);
-  }
+  if (!rans_refill(xs, low, stream, n_words, next)) return false;
   for (unsigned l = 0; l < lanes; ++l) x[l] = xs[l];
-  *next = n;
   *rest = k;
   return true;
 }
