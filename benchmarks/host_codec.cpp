@@ -34,18 +34,21 @@ struct dataset {
   host::exponent_stats stats;
 };
 
+// One synthetic tensor as a dataset of one piece.
+template <class E>
+dataset one_tensor(const std::vector<typename E::bits_type>& v) {
+  dataset r;
+  r.bytes.resize(v.size() * sizeof(v[0]));
+  std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
+  r.pieces = {v.size()};
+  r.stats = host::analyze<E>(r.bytes.data(), v.size());
+  return r;
+}
+
 template <class E>
 const dataset& gaussian() {
-  static const dataset d = [] {
-    dataset r;
-    const std::uint64_t n = gaussian_bytes / sizeof(typename E::bits_type);
-    const auto v = testing::make_tensor<E>(n, 1.0, testing::distribution::gaussian, 1);
-    r.bytes.resize(n * sizeof(v[0]));
-    std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
-    r.pieces = {n};
-    r.stats = host::analyze<E>(r.bytes.data(), n);
-    return r;
-  }();
+  static const dataset d = one_tensor<E>(testing::make_tensor<E>(gaussian_bytes / sizeof(typename E::bits_type), 1.0,
+                                                                 testing::distribution::gaussian, 1));
   return d;
 }
 
@@ -57,13 +60,8 @@ const dataset& row_sparse(int percent) {
   static std::map<int, dataset> cache;
   auto it = cache.find(percent);
   if (it != cache.end()) return it->second;
-  dataset r;
-  const auto v = testing::make_row_sparse<E>(8192, 1024, percent / 100.0, 1e-3, 5);
-  r.bytes.resize(v.size() * sizeof(v[0]));
-  std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
-  r.pieces = {v.size()};
-  r.stats = host::analyze<E>(r.bytes.data(), v.size());
-  return cache.emplace(percent, std::move(r)).first->second;
+  return cache.emplace(percent, one_tensor<E>(testing::make_row_sparse<E>(8192, 1024, percent / 100.0, 1e-3, 5)))
+      .first->second;
 }
 
 // An element-sparse gradient (testing::make_element_sparse): 8 Mi elements, `percent` of them
@@ -74,13 +72,8 @@ const dataset& element_sparse(int percent) {
   static std::map<int, dataset> cache;
   auto it = cache.find(percent);
   if (it != cache.end()) return it->second;
-  dataset r;
-  const auto v = testing::make_element_sparse<E>(8u << 20, percent / 100.0, 0.5, 1e-3, 6);
-  r.bytes.resize(v.size() * sizeof(v[0]));
-  std::memcpy(r.bytes.data(), v.data(), r.bytes.size());
-  r.pieces = {v.size()};
-  r.stats = host::analyze<E>(r.bytes.data(), v.size());
-  return cache.emplace(percent, std::move(r)).first->second;
+  return cache.emplace(percent, one_tensor<E>(testing::make_element_sparse<E>(8u << 20, percent / 100.0, 0.5, 1e-3, 6)))
+      .first->second;
 }
 
 // All shared tensors of one kind (weight, gradient, adam_m, activation), each its own stream.
