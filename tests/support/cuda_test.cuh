@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <zipccl/cuda/runtime.cuh>
 #include <zipccl/error.hpp>
 
 namespace zipccl::testing {
@@ -89,7 +90,8 @@ class watchdog {
 template <class World>
 std::string pending_slots_of(World& world) {
   std::vector<typename World::slot_view> v;
-  if (world.pending_slots(v) != zipccl::status::success) return "pending slots: the mailboxes could not be read";
+  if (world.pending_slots(v) != zipccl::status::success)
+    return "pending slots: the mailboxes could not be read (" + zipccl::cuda::last_error_string() + ")";
   std::string s = "pending slots (src->dst #index state bytes; 1 posted, 2 taken, 3 copied, 4 withdrawn):";
   if (v.empty()) s += " none";
   for (const auto& x : v)

@@ -276,11 +276,17 @@ TEST_CASE("cuda_local: bad arguments are invalid_argument", "[gpu][cuda_local]")
   CHECK_THROWS_AS(cuda_local_world(0), zipccl::error);
   CHECK_THROWS_AS(cuda_local_world(33), zipccl::error);  // more ranks than hardware queues on one GPU
   CHECK(world.rank(0).async_error() == status::success);
+  // pending_slots: a NaN timeout is refused; an infinite one waits as long as the read takes
+  std::vector<cuda_local_world::slot_view> slots;
+  CHECK(world.pending_slots(slots, std::nan("")) == status::invalid_argument);
+  CHECK(world.pending_slots(slots, HUGE_VAL) == status::success);
+  CHECK(slots.empty());
 }
 
 // The deadline wait that run_together, pending_slots and the tests' stall checks share
 // (cuda::detail::wait_streams): a stream held by a host function is timed_out at the deadline, not
-// a hang; once the test lets it go, success. (Its cuda_error path, a stream that reports an error,
+// a hang; once the test lets it go, success; with an infinite deadline, success once a thread lets
+// it go. pending_slots refuses a NaN timeout. (Its cuda_error path, a stream that reports an error,
 // is not provoked here: a faulting kernel, the usual cause, leaves a sticky error that would end
 // the context the other tests use.)
 TEST_CASE("cuda_local: wait_streams times out on a held stream, then sees it finish", "[gpu][cuda_local]") {
@@ -307,12 +313,23 @@ TEST_CASE("cuda_local: wait_streams times out on a held stream, then sees it fin
   CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(50));
   CHECK(cudaStreamQuery(held) == cudaErrorNotReady);  // (still held: the wait gave up, it did not end it)
   go = true;
-  CHECK(wait_streams(both, std::chrono::steady_clock::now() + std::chrono::duration<double>(30.0),
-                     std::chrono::microseconds(0), "test") == status::success);
+  REQUIRE(wait_streams(both, std::chrono::steady_clock::now() + std::chrono::duration<double>(30.0),
+                       std::chrono::microseconds(0), "test") == status::success);
   CHECK(cudaStreamQuery(held) == cudaSuccess);
-  // a deadline in double seconds may be infinite: no end but the streams' (pending_slots' timeout)
-  CHECK(wait_streams(both, std::chrono::steady_clock::now() + std::chrono::duration<double>(HUGE_VAL),
-                     std::chrono::microseconds(0), "test") == status::success);
+  // a deadline in double seconds may be infinite (pending_slots' timeout): the wait lasts until
+  // the stream is let go, here by a thread after 20 ms
+  go = false;
+  REQUIRE(cudaLaunchHostFunc(held, hold, &go) == cudaSuccess);
+  std::thread later([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    go = true;
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  const status endless =
+      wait_streams(both, t1 + std::chrono::duration<double>(HUGE_VAL), std::chrono::microseconds(100), "test");
+  later.join();
+  CHECK(endless == status::success);
+  CHECK(std::chrono::steady_clock::now() - t1 >= std::chrono::milliseconds(20));
   REQUIRE(cudaStreamDestroy(held) == cudaSuccess);
   REQUIRE(cudaStreamDestroy(idle) == cudaSuccess);
 }

@@ -69,6 +69,7 @@
 #include <cstdint>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -262,17 +263,20 @@ class device_scope {
  public:
   explicit device_scope(int device) {
     if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    ok_ = previous_ == device || cudaSetDevice(device) == cudaSuccess;
+    if (previous_ != device) error_ = cudaSetDevice(device);
+    ok_ = error_ == cudaSuccess;
   }
   ~device_scope() {
     int now = -1;
     if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
   }
   bool ok() const { return ok_; }
+  cudaError_t error() const { return error_; }  // cudaSetDevice's, where it failed
 
  private:
   int previous_ = -1;
   bool ok_ = false;
+  cudaError_t error_ = cudaSuccess;
 };
 
 }  // namespace cuda_local_detail
@@ -510,7 +514,9 @@ class cuda_local_world {
   // read on a stream of the world's own while the ranks' work may still wait: a snapshot, not
   // atomic across slots. cuda_error when the read fails or does not end within
   // `timeout_seconds` (where the ranks' streams take every hardware queue, the read shares one
-  // and may wait behind a stalled rank). One host thread at a time.
+  // and may wait behind a stalled rank), its cause in cuda::last_error() (cudaErrorNotReady for
+  // a read that did not end); an infinite timeout waits for the read however long it takes, a
+  // NaN one is invalid_argument. One host thread at a time.
   struct slot_view {
     int src, dst;
     std::uint32_t index;
@@ -519,19 +525,22 @@ class cuda_local_world {
   };
   status pending_slots(std::vector<slot_view>& out, double timeout_seconds = 2.0) {
     out.clear();
+    if (std::isnan(timeout_seconds)) return status::invalid_argument;
     const cuda_local_detail::device_scope on(home_);
     const std::size_t boxes = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_) * slots_;
-    if (!on.ok()) return status::cuda_error;
+    if (!on.ok()) return cuda::detail::fail(on.error(), "cuda_local: pending_slots: switching to the world's GPU");
     if (cuda::detail::check(cudaMemcpyAsync(diag_, boxes_, boxes * sizeof(cuda_local_detail::mailbox),
                                             cudaMemcpyDeviceToHost, diag_stream_),
                             "cuda_local: pending_slots") != status::success)
       return status::cuda_error;
-    // (a deadline in double seconds: an infinite timeout waits for ever, as before)
+    // (a deadline in double seconds, which may be infinite)
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
     const cudaStream_t read[] = {diag_stream_};
-    if (cuda::detail::wait_streams(read, until, std::chrono::microseconds(0), "cuda_local: pending_slots") !=
-        status::success)
-      return status::cuda_error;
+    const status waited =
+        cuda::detail::wait_streams(read, until, std::chrono::microseconds(0), "cuda_local: pending_slots");
+    if (waited == status::timed_out)
+      return cuda::detail::fail(cudaErrorNotReady, "cuda_local: pending_slots: the read did not end in time");
+    if (waited != status::success) return waited;
     for (std::size_t i = 0; i < boxes; ++i)
       if (diag_[i].state != cuda_local_detail::slot_idle)
         out.push_back(slot_view{static_cast<int>(i / slots_ / static_cast<std::size_t>(n_)),
@@ -754,7 +763,7 @@ status cuda_local_transport::enqueue(const op& o) {
     return status::success;
   }
   const cuda_local_detail::device_scope on(device_);
-  if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
+  if (!on.ok()) return cuda::detail::fail(on.error(), "cuda_local: cudaSetDevice");
   if (!o.send) return take(o);
   const status s = post(o);
   return s != status::success ? s : wait(o);
@@ -783,7 +792,7 @@ status cuda_local_transport::group_end() {
     }
   }
   const cuda_local_detail::device_scope on(device_);
-  if (!on.ok()) return cuda::detail::fail(cudaErrorInvalidDevice, "cuda_local: cudaSetDevice");
+  if (!on.ok()) return cuda::detail::fail(on.error(), "cuda_local: cudaSetDevice");
   status s = status::success;
   for (const op& o : group_)
     if (o.send && s == status::success) s = post(o);
