@@ -320,11 +320,11 @@ TEST_CASE("cuda_local: wait_streams times out on a held stream, then sees it fin
   // the stream is let go, here by a thread after 20 ms
   go = false;
   REQUIRE(cudaLaunchHostFunc(held, hold, &go) == cudaSuccess);
+  const auto t1 = std::chrono::steady_clock::now();  // (before the thread starts its 20 ms)
   std::thread later([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     go = true;
   });
-  const auto t1 = std::chrono::steady_clock::now();
   const status endless =
       wait_streams(both, t1 + std::chrono::duration<double>(HUGE_VAL), std::chrono::microseconds(100), "test");
   later.join();
