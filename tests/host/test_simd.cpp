@@ -115,7 +115,7 @@ void compare_pair_decoder(const std::vector<std::uint8_t>& chunk, std::uint64_t 
   const bool rans_chunk = span >= format::chunk_header_bytes && chunk[0] < 16u &&
                           format::mode_is_rans(static_cast<format::chunk_mode>(chunk[0]));
   if (!rans_chunk && call % 8 >= 2) return;
-#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+#if ZIPCCL_HAS_AVX2
   // the pair loop itself, where the chunk is a dense rANS chunk that passes check_chunk: true
   // exactly when the chunk decodes (so a valid pair never falls back to one by one), with the
   // reference's values
@@ -130,7 +130,7 @@ void compare_pair_decoder(const std::vector<std::uint8_t>& chunk, std::uint64_t 
     const std::uint64_t pm[2] = {m, q.m};
     std::vector<std::uint8_t> px(q.m * L::elem_size);
     std::uint8_t* po[2] = {x.data(), px.data()};
-    REQUIRE(host::detail::avx512::rans_simd::decode_rans_pair<E>(pc, pm, hs, bs, po) == (s2 == status::success));
+    REQUIRE(host::detail::rans_vector::decode_rans_pair<E>(pc, pm, hs, bs, po) == (s2 == status::success));
     if (s2 == status::success) {
       REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
       REQUIRE(std::memcmp(px.data(), q.values.data(), q.m * L::elem_size) == 0);
@@ -805,7 +805,7 @@ TEST_CASE("the AVX-512 decoder's gathers agree", "[host][simd]") {
 }
 #endif
 
-#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+#if ZIPCCL_HAS_AVX2
 namespace {
 
 // A random rANS table of n symbols (distinct values, ascending) in decoder form: `rare` symbols of
@@ -853,28 +853,7 @@ void random_states(std::mt19937& rng, std::uint32_t (&x)[32]) {
   }
 }
 
-// The kernel class that decode_kernel::run, run_pair and decode_zeros_kernel::run hand their loop:
-// a rank kernel's symbols and pairs of fine tables, {0, 0} for the gather kernels.
-template <class K>
-struct kernel_class {
-  static constexpr std::pair<unsigned, unsigned> value{0u, 0u};
-};
-template <class E, unsigned R, unsigned P>
-struct kernel_class<host::detail::avx512::rans_simd::decode_rank_kernel<E, R, P>> {
-  static constexpr std::pair<unsigned, unsigned> value{R, P};
-};
-template <class E, unsigned R, unsigned P>
-struct kernel_class<host::detail::avx512::rans_simd::decode_rank_zeros_kernel<E, R, P>> {
-  static constexpr std::pair<unsigned, unsigned> value{R, P};
-};
-// The smallest rank kernel class that holds a table, {0, 0} for none (the gather kernel's).
-std::pair<unsigned, unsigned> expected_class(const host::detail::avx512::rans_simd::rank_table& rt) {
-  for (const auto& c : {std::pair<unsigned, unsigned>{32, 1}, {64, 1}, {128, 3}})
-    if (rt.fits(c.first, c.second)) return c;
-  return {0u, 0u};
-}
-
-// One full group decoded by kernel K (a decode_rank_kernel) and by the reference's steps from the
+// One full group decoded by kernel K (a rank kernel: AVX2's or AVX-512's) and by the reference's steps from the
 // same 32 states (at random, with 2^16 and 2^32 - 1 among them), rests and stream words: the same
 // values, states and words taken.
 template <class E, class K>
@@ -907,6 +886,170 @@ void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_tabl
     REQUIRE(got[l] == want[l]);
     REQUIRE(x[l] == y[l]);
   }
+}
+
+// The AVX2 rank kernel K's ranks of every slot of table t (32 slots at a time, the states' bits
+// above the slot at random) against the slot table: each rank's symbol, frequency and start.
+template <class K>
+void compare_avx2_ranks(std::mt19937& rng, const codec_detail::rans::decode_table& t, const host::detail::rank_table& rt,
+                        K k) {
+  namespace rans = codec_detail::rans;
+  for (std::uint32_t s0 = 0; s0 < rans::prob_total; s0 += 32) {
+    alignas(32) std::uint16_t lo[32];
+    alignas(32) std::uint8_t r[32];
+    for (unsigned l = 0; l < 32; ++l) lo[l] = static_cast<std::uint16_t>((s0 + l) | (rng() % 16) << 12);
+    k.XL[0] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+    k.XL[1] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo + 16));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(r), k.rank());
+    for (unsigned l = 0; l < 32; ++l) {
+      // (the ranks in vpackuswb order: lanes 0..7, 16..23, 8..15, 24..31)
+      const unsigned at = l % 8 + 8 * (l / 16 + 2 * ((l / 8) % 2));
+      const std::uint32_t s = s0 + l, e = t.slot[s];
+      INFO("slot " << s);
+      REQUIRE(r[at] < rt.ranks);
+      REQUIRE(rt.sym[r[at]] == rans::decode_table::symbol(e));
+      REQUIRE(rt.freq[r[at]] == rans::decode_table::freq(e));
+      REQUIRE(s - rt.cum[r[at]] == rans::decode_table::offset(e));
+    }
+  }
+}
+
+// The class of an AVX2 decoder kernel: a rank kernel's crowded buckets, 0 for the slot kernel.
+template <class K>
+struct avx2_rank_class : std::integral_constant<unsigned, 0> {};
+template <class E, unsigned C>
+struct avx2_rank_class<host::detail::avx2::rans_simd::decode_rank_kernel<E, C>> : std::integral_constant<unsigned, C> {};
+
+// Two full groups, one of each of two tables, through group_pair (the pair loop's interleaved
+// step) and through each kernel's own group: the same values, states and words taken.
+template <class E, class K>
+void compare_rank_pair(std::mt19937& rng, const K& ka, const K& kb) {
+  alignas(64) std::uint32_t x[2][32], y[2][32];
+  std::uint8_t bytes[2][32], words[2][64], stream[2][64];
+  for (int c = 0; c < 2; ++c) {
+    random_states(rng, x[c]);
+    for (auto& b : bytes[c]) b = static_cast<std::uint8_t>(rng());
+    for (auto& b : words[c]) b = static_cast<std::uint8_t>(rng());
+    for (auto& b : stream[c]) b = static_cast<std::uint8_t>(rng());
+  }
+  std::memcpy(y, x, sizeof x);
+  std::uint8_t want[2][128], got[2][128];
+  std::uint64_t n_want[2] = {0, 0}, n_got[2] = {0, 0};
+  K one[2] = {ka, kb}, two[2] = {ka, kb};
+  for (int c = 0; c < 2; ++c) {
+    one[c].load(y[c]);
+    one[c].group(bytes[c], words[c], stream[c], &n_want[c], want[c]);
+    one[c].store(y[c]);
+    two[c].load(x[c]);
+  }
+  K::group_pair(two[0], two[1], {bytes[0], bytes[1]}, {words[0], words[1]}, {stream[0], stream[1]}, {&n_got[0], &n_got[1]},
+                {got[0], got[1]});
+  constexpr std::size_t size = 32 * sizeof(typename E::bits_type);
+  for (int c = 0; c < 2; ++c) {
+    two[c].store(x[c]);
+    INFO("chunk " << c);
+    REQUIRE(n_got[c] == n_want[c]);
+    REQUIRE(std::memcmp(got[c], want[c], size) == 0);
+    REQUIRE(std::memcmp(x[c], y[c], sizeof x[c]) == 0);
+  }
+}
+
+}  // namespace
+
+// The AVX2 rank decoder (avx2::rans_simd::decode_rank_kernel) against the slot table: on random
+// tables of 1 to 40 symbols, with rare symbols at the ends (crowded buckets, which take the fine
+// tables) and boundaries on bucket edges, decode_kernel::run picks the rank kernel for 2 crowded
+// buckets, else for 4, exactly where the table has at most 32 symbols and that many crowded
+// buckets (the slot kernel elsewhere; pair_pays where both tables of a pair take one class);
+// each rank kernel that holds a table gives every slot its rank's symbol, frequency and start,
+// decodes a full group as the reference's steps do, and two chunks' groups through group_pair as
+// through their own kernels.
+TEST_CASE("the AVX2 rank decoder finds every slot's symbol", "[host][simd]") {
+  namespace simd = host::detail::avx2::rans_simd;
+  namespace rans = codec_detail::rans;
+  std::mt19937 rng(23);
+  alignas(64) static rans::decode_table t, t_before;
+  std::vector<std::uint32_t> cum;
+  random_table(rng, 1, 0, false, &t_before, &cum);
+  unsigned class_before = 2, fitted[2] = {}, refused = 0;
+  // the class run hands its loop: a rank kernel's crowded buckets, 0 for the slot kernel
+  const auto picked = [](auto k) { return avx2_rank_class<decltype(k)>::value; };
+  for (int trial = 0; trial < 900; ++trial) {
+    const unsigned n = 1 + static_cast<unsigned>(rng() % 40);
+    const unsigned rare = static_cast<unsigned>(rng() % (trial % 4 < 2 ? 6 : 14));
+    random_table(rng, n, rare, trial % 3 == 0, &t, &cum);
+    unsigned crowded = 0;
+    for (unsigned b = 0; b < 128; ++b) {
+      unsigned inside = 0;
+      for (unsigned i = 1; i < n; ++i) inside += cum[i] > 32 * b && cum[i] < 32 * b + 32;
+      crowded += inside >= 2;
+    }
+    INFO("trial " << trial << ": " << n << " symbols, " << crowded << " crowded buckets");
+    const unsigned want = n > 32 || crowded > 4 ? 0u : crowded <= 2 ? 2u : 4u;
+    REQUIRE(simd::decode_kernel<bf16>::run(t, picked) == want);
+    REQUIRE(simd::decode_kernel<fp32>::run(t, picked) == want);
+    REQUIRE(simd::decode_kernel<fp16>::run(t, picked) == 0u);  // (a single fp16 body keeps the slot kernel)
+    REQUIRE(simd::decode_kernel<bf16>::pair_may_pay(n, n <= 32 ? 32 : 1) == (n <= 32));
+    REQUIRE(simd::decode_kernel<bf16>::pair_pays(t, t_before) == (want != 0 && class_before != 0));
+    if (want != 0 && class_before != 0)
+      REQUIRE(simd::decode_kernel<bf16>::run_pair(t, t_before, [&](auto a, auto b) {
+                static_assert(std::is_same_v<decltype(a), decltype(b)>, "run_pair: one class for both");
+                return picked(a);
+              }) == std::max(want, class_before));
+    const host::detail::rank_table rt(t, 32);
+    REQUIRE(rt.held == (n <= 32));
+    if (want == 0) {
+      ++refused;
+    } else {
+      REQUIRE(rt.ranks == n);
+      REQUIRE(rt.crowded == crowded);
+      const host::detail::rank_table rb(t_before, 32);
+      const auto check = [&](auto c) {
+        constexpr unsigned C = decltype(c)::value;
+        compare_avx2_ranks(rng, t, rt, simd::decode_rank_kernel<bf16, C>(rt));
+        compare_rank_group<bf16>(rng, t, simd::decode_rank_kernel<bf16, C>(rt));
+        compare_rank_group<fp16>(rng, t, simd::decode_rank_kernel<fp16, C>(rt));
+        compare_rank_group<fp32>(rng, t, simd::decode_rank_kernel<fp32, C>(rt));
+        if (rb.holds(32, C)) {
+          compare_rank_pair<bf16>(rng, simd::decode_rank_kernel<bf16, C>(rt), simd::decode_rank_kernel<bf16, C>(rb));
+          compare_rank_pair<fp16>(rng, simd::decode_rank_kernel<fp16, C>(rt), simd::decode_rank_kernel<fp16, C>(rb));
+          compare_rank_pair<fp32>(rng, simd::decode_rank_kernel<fp32, C>(rt), simd::decode_rank_kernel<fp32, C>(rb));
+        }
+      };
+      if (want == 2) check(std::integral_constant<unsigned, 2>()), ++fitted[0];
+      check(std::integral_constant<unsigned, 4>()), ++fitted[1];
+    }
+    t_before = t;
+    class_before = want;
+  }
+  CHECK(fitted[0] > 200);
+  CHECK(fitted[1] > fitted[0] + 50);
+  CHECK(refused > 150);
+}
+#endif
+
+#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+namespace {
+
+// The kernel class that decode_kernel::run, run_pair and decode_zeros_kernel::run hand their loop:
+// a rank kernel's symbols and pairs of fine tables, {0, 0} for the gather kernels.
+template <class K>
+struct kernel_class {
+  static constexpr std::pair<unsigned, unsigned> value{0u, 0u};
+};
+template <class E, unsigned R, unsigned P>
+struct kernel_class<host::detail::avx512::rans_simd::decode_rank_kernel<E, R, P>> {
+  static constexpr std::pair<unsigned, unsigned> value{R, P};
+};
+template <class E, unsigned R, unsigned P>
+struct kernel_class<host::detail::avx512::rans_simd::decode_rank_zeros_kernel<E, R, P>> {
+  static constexpr std::pair<unsigned, unsigned> value{R, P};
+};
+// The smallest rank kernel class that holds a table, {0, 0} for none (the gather kernel's).
+std::pair<unsigned, unsigned> expected_class(const host::detail::avx512::rans_simd::rank_table& rt) {
+  for (const auto& c : {std::pair<unsigned, unsigned>{32, 1}, {64, 1}, {128, 3}})
+    if (rt.fits(c.first, c.second)) return c;
+  return {0u, 0u};
 }
 
 // The same for a body with zero symbols z (decode_rank_zeros_kernel): lanes that decode z.pos or

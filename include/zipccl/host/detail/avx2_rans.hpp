@@ -1,6 +1,10 @@
 // zipccl: AVX2 encoder and decoder of rANS chunks (codebook::entropy), on x86 CPUs with AVX2.
 //
-// The 32 lanes of a chunk's rANS body (codec/rans.hpp) are four registers of eight 32-bit states.
+// The 32 lanes of a chunk's rANS body (codec/rans.hpp). The decoder, where the chunk's table has
+// at most 32 symbols and 4 crowded buckets (rank_table; the bf16 and fp32 chunks of real
+// tensors), is decode_rank_kernel: the 32 states as sixteen-lane registers of 16-bit halves, a
+// slot's rank from byte tables by vpshufb, no lookup per lane; two such chunks are decoded in one
+// loop (decode_rans_pair). Otherwise the states are four registers of eight 32-bit states.
 // One step of a register:
 //   decoder  slot = x & 4095; the slot words by eight scalar loads (bf16, fp16: faster than a
 //            gather on Zen 3) or one gather (fp32); x = freq * (x >> 12) + offset; the lanes
@@ -33,6 +37,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "../../codec/chunk_codec.hpp"
 #include "../../codec/rans.hpp"
@@ -41,6 +46,7 @@
 #include "../../error.hpp"
 #include "../../format/chunk.hpp"
 #include "avx2.hpp"
+#include "rank_table.hpp"
 
 namespace zipccl::host::detail::avx2::rans_simd {
 
@@ -363,6 +369,251 @@ struct encode_kernel {
   }
 };
 
+// vpblendvb: the bytes of b where m's byte has bit 7 set, else a's. By inline assembly where the
+// compiler takes it: GCC 12 turns the intrinsic into a select on m < 0 and, where one mask serves
+// several blends, computes that compare (a vpcmpgtb) before them, one instruction per mask more
+// in the rank decoder's step (docs/PERFORMANCE.md, "The AVX2 rank decoder").
+ZIPCCL_ALWAYS_INLINE inline __m256i select_bytes(__m256i a, __m256i b, __m256i m) {
+#if defined(__GNUC__)
+  __m256i r;
+  asm("vpblendvb %3, %2, %1, %0" : "=x"(r) : "x"(a), "x"(b), "x"(m));
+  return r;
+#else
+  return _mm256_blendv_epi8(a, b, m);
+#endif
+}
+
+// The AVX2 rank decoder: the decoder's kernel of a full group for tables that a rank_table holds
+// with at most 32 symbols and Crowded crowded buckets (2 or 4), without a slot table lookup per
+// lane. The 32 states are four registers of sixteen 16-bit lanes: the low halves of lanes 0..15
+// and 16..31 (XL) and their high halves (XH). The tables are bytes in sixteens, each broadcast
+// to both halves of a register; a byte of a table of n sixteens is found by n vpshufb (which read
+// an index byte's bits 0..3) and a tree of n - 1 blends on the index's bits 4.. (look).
+// A step:
+//   ranks    the 32 slots' buckets (slot >> 5) and offsets (slot & 31) as bytes (two vpackuswb,
+//            which put lanes 0..7, 16..23, 8..15, 24..31 in that order: the bytes' order below);
+//            coarse and bound by eight vpshufb each; rank = coarse + (offset >= bound); the
+//            lanes of a crowded bucket (found by comparing the bucket with each crowded one's
+//            number) take that bucket's fine table's byte `offset` (two vpshufb);
+//   words    the ranks' frequencies and starts (low and high bytes) and symbols, two vpshufb
+//            each, the bytes joined to 16-bit lanes in lane order by vpunpcklbw / vpunpckhbw;
+//   states   x = freq * (x >> 12) + offset from 16-bit products: the low half
+//            mullo(freq, q & 0xFFFF) + offset, the high half mulhi(freq, q & 0xFFFF) +
+//            freq * (q >> 16) + the carry out of the low half;
+//   refill   the lanes whose high half is zero take the next words of the stream in lane order,
+//            eight lanes at a time: one 16-byte load and a vpshufb from rest_tables::spread_words.
+// Every group is one chain of dependent steps (its states come from the group before), so two
+// chunks are decoded in one loop where both take this kernel (decode_pair_with), which keeps the
+// core busy with the other chunk's chain (docs/PERFORMANCE.md, "The AVX2 rank decoder").
+template <class E, unsigned Crowded = 2>
+struct decode_rank_kernel {
+  static_assert(Crowded == 2 || Crowded == 4, "decode_rank_kernel: 2 or 4 crowded buckets");
+  static constexpr unsigned max_ranks = 32, crowded = Crowded;
+  static constexpr unsigned bucket_regs = rank_table::buckets / 16, fine_regs = 2 * Crowded;
+  // the tables: coarse and bound of the 128 buckets, the crowded buckets' numbers (each byte;
+  // 0xFF, no bucket, past the table's crowded buckets) and fine tables, and per rank the
+  // frequency's low and high bytes, the start's low and high bytes and the symbol
+  enum word_table : unsigned { freq_lo, freq_hi, cum_lo, cum_hi, symbol, word_tables };
+  __m256i coarse[bucket_regs], bound[bucket_regs], crowded_at[Crowded], fine[fine_regs], words[word_tables][2];
+  const rest_tables& rt;
+  __m256i XL[2], XH[2];
+
+  explicit decode_rank_kernel(const rank_table& t) : rt(zero_tables()), XL(), XH() {
+    alignas(16) std::uint8_t c[rank_table::buckets], b[rank_table::buckets], w[word_tables][max_ranks] = {};
+    // (bound - 1 makes the rank's test a signed compare: offset > bound - 1; a crowded bucket's
+    // coarse and bound bytes are not used)
+    for (unsigned i = 0; i < Crowded; ++i) crowded_at[i] = _mm256_set1_epi8(static_cast<char>(0xFF));
+    for (unsigned k = 0; k < rank_table::buckets; ++k) {
+      const bool crowded_bucket = (t.coarse[k] & 0x80u) != 0;
+      if (crowded_bucket) crowded_at[t.coarse[k] & 0x7Fu] = _mm256_set1_epi8(static_cast<char>(k));
+      c[k] = crowded_bucket ? 0u : t.coarse[k];
+      b[k] = static_cast<std::uint8_t>(t.bound[k] - 1u);
+    }
+    for (unsigned r = 0; r < max_ranks && r < t.ranks; ++r) {
+      w[freq_lo][r] = static_cast<std::uint8_t>(t.freq[r]);
+      w[freq_hi][r] = static_cast<std::uint8_t>(t.freq[r] >> 8);
+      w[cum_lo][r] = static_cast<std::uint8_t>(t.cum[r]);
+      w[cum_hi][r] = static_cast<std::uint8_t>(t.cum[r] >> 8);
+      w[symbol][r] = t.sym[r];
+    }
+    sixteens(c, bucket_regs, coarse);
+    sixteens(b, bucket_regs, bound);
+    sixteens(t.fine, fine_regs, fine);
+    for (unsigned k = 0; k < word_tables; ++k) sixteens(w[k], 2, words[k]);
+  }
+  // n sixteens of bytes, each broadcast to both halves of a register.
+  static void sixteens(const std::uint8_t* bytes, unsigned n, __m256i* out) {
+    for (unsigned j = 0; j < n; ++j)
+      out[j] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * j)));
+  }
+  // The bytes of table t (N sixteens) at the byte indices idx (each below 16 N): sixteen j's
+  // byte idx & 15 by vpshufb (which reads bits 0..3 of an index byte, and bit 7, clear here),
+  // the sixteen chosen by a tree of blends on the index's bits 4.. (sel[k]: bit 4 + k moved to
+  // bit 7). (A recursion, not a loop, so that every compiler and -O level makes it straight code.)
+  template <unsigned N>
+  ZIPCCL_ALWAYS_INLINE static __m256i look(const __m256i* t, __m256i idx, const __m256i* sel) {
+    if constexpr (N == 1)
+      return _mm256_shuffle_epi8(t[0], idx);
+    else
+      return select_bytes(look<N / 2>(t, idx, sel), look<N / 2>(t + N / 2, idx, sel), sel[log2(N) - 1]);
+  }
+  static constexpr unsigned log2(unsigned n) { return n <= 1 ? 0 : 1 + log2(n / 2); }
+  // sel for look: the index's bits 4..4 + L - 1 at bit 7 of each byte (16-bit shifts: what they
+  // carry into the next byte stays below its bit 7).
+  template <unsigned L>
+  ZIPCCL_ALWAYS_INLINE static void selectors(__m256i idx, __m256i* sel) {
+    if constexpr (L >= 1) sel[0] = _mm256_slli_epi16(idx, 3);
+    if constexpr (L >= 2) sel[1] = _mm256_slli_epi16(idx, 2);
+    if constexpr (L >= 3) sel[2] = _mm256_slli_epi16(idx, 1);
+    static_assert(L <= 3, "selectors: indices below 128");
+  }
+  void load(const std::uint32_t* x) {
+    const __m256i lo16 = _mm256_set1_epi32(0xFFFF);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16 * h));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16 * h + 8));
+      XL[h] = pack_u16(_mm256_and_si256(a, lo16), _mm256_and_si256(b, lo16));
+      XH[h] = pack_u16(_mm256_srli_epi32(a, 16), _mm256_srli_epi32(b, 16));
+    }
+  }
+  void store(std::uint32_t* x) const {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i lo = _mm256_unpacklo_epi16(XL[h], XH[h]), hi = _mm256_unpackhi_epi16(XL[h], XH[h]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 16 * h), _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(x + 16 * h + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+  }
+  // The ranks of the 32 lanes' slots (the low twelve bits of XL), as bytes in vpackuswb order.
+  ZIPCCL_ALWAYS_INLINE __m256i rank() const {
+    const __m256i m7f = _mm256_set1_epi16(0x7F), m31 = _mm256_set1_epi16(31);
+    const __m256i bucket = _mm256_packus_epi16(_mm256_and_si256(_mm256_srli_epi16(XL[0], 5), m7f),
+                                               _mm256_and_si256(_mm256_srli_epi16(XL[1], 5), m7f));
+    const __m256i in = _mm256_packus_epi16(_mm256_and_si256(XL[0], m31), _mm256_and_si256(XL[1], m31));
+    __m256i sel[3];
+    selectors<3>(bucket, sel);
+    const __m256i c = look<bucket_regs>(coarse, bucket, sel), bd = look<bucket_regs>(bound, bucket, sel);
+    // the crowded buckets' lanes: fine table i's byte `offset` where the bucket is crowded one i
+    const __m256i in_sel = _mm256_slli_epi16(in, 3);
+    __m256i f = look<2>(fine, in, &in_sel), crowd = _mm256_cmpeq_epi8(bucket, crowded_at[0]);
+    for (unsigned i = 1; i < Crowded; ++i) {
+      const __m256i at = _mm256_cmpeq_epi8(bucket, crowded_at[i]);
+      f = select_bytes(f, look<2>(fine + 2 * i, in, &in_sel), at);
+      crowd = _mm256_or_si256(crowd, at);
+    }
+    return select_bytes(_mm256_sub_epi8(c, _mm256_cmpgt_epi8(in, bd)), f, crowd);
+  }
+  // The bytes of per-rank table k at ranks r (sel: bit 4 of each at bit 7), in r's order.
+  ZIPCCL_ALWAYS_INLINE __m256i word_bytes(unsigned k, __m256i r, __m256i sel) const {
+    return select_bytes(_mm256_shuffle_epi8(words[k][0], r), _mm256_shuffle_epi8(words[k][1], r), sel);
+  }
+  // A step in two parts, so that two kernels' steps can be interleaved (group_pair): the ranks
+  // and the states advanced (advance), the lanes below 2^16 refilled (refill).
+  struct advanced {
+    __m256i r, lo[2], hi[2], low[2];  // the ranks; the states' new halves; the lanes below 2^16
+  };
+  ZIPCCL_ALWAYS_INLINE advanced advance() const {
+    advanced a;
+    a.r = rank();
+    const __m256i hi16 = _mm256_slli_epi16(a.r, 3);  // (rank bit 4 at bit 7)
+    const __m256i fff = _mm256_set1_epi16(0xFFF), one = _mm256_set1_epi16(1), zero = _mm256_setzero_si256();
+    __m256i d[2], f[2];
+    {
+      const __m256i clo = word_bytes(cum_lo, a.r, hi16), chi = word_bytes(cum_hi, a.r, hi16);
+      d[0] = _mm256_and_si256(_mm256_sub_epi16(XL[0], _mm256_unpacklo_epi8(clo, chi)), fff);
+      d[1] = _mm256_and_si256(_mm256_sub_epi16(XL[1], _mm256_unpackhi_epi8(clo, chi)), fff);
+    }
+    {
+      const __m256i flo = word_bytes(freq_lo, a.r, hi16), fhi = word_bytes(freq_hi, a.r, hi16);
+      f[0] = _mm256_unpacklo_epi8(flo, fhi);
+      f[1] = _mm256_unpackhi_epi8(flo, fhi);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql = _mm256_or_si256(_mm256_srli_epi16(XL[h], 12), _mm256_slli_epi16(XH[h], 4));
+      const __m256i qh = _mm256_srli_epi16(XH[h], 12);
+      a.lo[h] = _mm256_add_epi16(_mm256_mullo_epi16(f[h], ql), d[h]);
+      a.hi[h] = _mm256_add_epi16(_mm256_add_epi16(_mm256_mulhi_epu16(f[h], ql), _mm256_mullo_epi16(f[h], qh)),
+                                 _mm256_min_epu16(_mm256_subs_epu16(d[h], a.lo[h]), one));
+      a.low[h] = _mm256_cmpeq_epi16(a.hi[h], zero);
+    }
+    return a;
+  }
+  // The states of a: the lanes below 2^16 take the stream's words from *next on, in lane order.
+  ZIPCCL_ALWAYS_INLINE void refill(const advanced& a, const std::uint8_t* stream, std::uint64_t* next) {
+    // the lanes below 2^16, a bit each: lanes 0..7 in bits 0..7, 16..23 in 8..15, 8..15 in
+    // 16..23, 24..31 in 24..31
+    const unsigned mask = static_cast<unsigned>(_mm256_movemask_epi8(_mm256_packs_epi16(a.low[0], a.low[1])));
+    const std::uint64_t n = *next;
+    const std::uint8_t* spread = &rt.spread_words[0][0];
+    // (eight lanes' words: m8 their mask, at the lanes before them taking `before` words)
+    const auto words_of = [&](unsigned m8, unsigned before) ZIPCCL_ALWAYS_INLINE {
+      return _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(stream + 2 * (n + before))),
+                              _mm_load_si128(reinterpret_cast<const __m128i*>(spread + 16 * std::size_t{m8})));
+    };
+    const __m128i w[4] = {words_of(mask & 0xFFu, 0), words_of((mask >> 16) & 0xFFu, _mm_popcnt_u32(mask & 0xFFu)),
+                          words_of((mask >> 8) & 0xFFu, _mm_popcnt_u32(mask & 0xFF00FFu)),
+                          words_of(mask >> 24, _mm_popcnt_u32(mask & 0xFFFFFFu))};
+    *next = n + static_cast<unsigned>(_mm_popcnt_u32(mask));
+    for (int h = 0; h < 2; ++h) {
+      XL[h] = select_bytes(a.lo[h], _mm256_set_m128i(w[2 * h + 1], w[2 * h]), a.low[h]);
+      XH[h] = select_bytes(a.hi[h], a.lo[h], a.low[h]);
+    }
+  }
+  // One step of the 32 states: their slots' ranks (returned, vpackuswb order), the states
+  // advanced and refilled from stream word *next on (at least 32 are left).
+  ZIPCCL_ALWAYS_INLINE __m256i step(const std::uint8_t* stream, std::uint64_t* next) {
+    const advanced a = advance();
+    refill(a, stream, next);
+    return a.r;
+  }
+  // Stores the 32 values of ranks r (vpackuswb order) at out, their rest bytes at `bytes` and
+  // (fp32) rest words at `rest_words`, in lane order.
+  ZIPCCL_ALWAYS_INLINE void values(__m256i r, const std::uint8_t* bytes, const std::uint8_t* rest_words,
+                                   std::uint8_t* out) const {
+    const __m256i s = word_bytes(symbol, r, _mm256_slli_epi16(r, 3));
+    if constexpr (std::is_same_v<E, fp32>) {
+      // (lanes 0..7 are s's bytes 0..7, 8..15 its bytes 16..23, 16..23 its bytes 8..15)
+      const __m128i s0 = _mm256_castsi256_si128(s), s1 = _mm256_extracti128_si256(s, 1);
+      const __m128i q[4] = {s0, s1, _mm_srli_si128(s0, 8), _mm_srli_si128(s1, 8)};
+      for (int k = 0; k < 4; ++k)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k),
+                            join_lanes<E>(_mm256_cvtepu8_epi32(q[k]), bytes + 8 * k, rest_words + 16 * k));
+    } else {
+      (void)rest_words;
+      // the rest bytes in s's order
+      const __m256i rb = _mm256_permute4x64_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), 0xD8);
+      for (int h = 0; h < 2; ++h) {
+        __m256i v;
+        if constexpr (std::is_same_v<E, bf16>) {  // sign << 15 | symbol << 7 | mantissa
+          const __m256i rr = h == 0 ? _mm256_unpacklo_epi8(rb, rb) : _mm256_unpackhi_epi8(rb, rb);
+          const __m256i ss = h == 0 ? _mm256_unpacklo_epi8(s, _mm256_setzero_si256()) : _mm256_unpackhi_epi8(s, _mm256_setzero_si256());
+          v = _mm256_or_si256(_mm256_and_si256(rr, _mm256_set1_epi16(static_cast<short>(0x807F))), _mm256_slli_epi16(ss, 7));
+        } else {  // symbol << 8 | rest byte
+          v = h == 0 ? _mm256_unpacklo_epi8(rb, s) : _mm256_unpackhi_epi8(rb, s);
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * h), v);
+      }
+    }
+  }
+  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* rest_words, const std::uint8_t* stream,
+                                  std::uint64_t* next, std::uint8_t* out) {
+    values(step(stream, next), bytes, rest_words, out);
+  }
+  // A full group of each of two chunks (a's and b's; each argument a pair, a's first), their
+  // steps interleaved by parts: a group is one chain of dependent steps, and the core overlaps
+  // two chunks' chains only where their instructions come close together. (Interleaved
+  // statement by statement instead, the two chains' values no longer fit the sixteen registers,
+  // and the spills made the loop 1.4x slower on Zen 3.)
+  ZIPCCL_ALWAYS_INLINE static void group_pair(decode_rank_kernel& a, decode_rank_kernel& b, const std::uint8_t* const (&bytes)[2],
+                                              const std::uint8_t* const (&rest_words)[2], const std::uint8_t* const (&stream)[2],
+                                              std::uint64_t* const (&next)[2], std::uint8_t* const (&out)[2]) {
+    const advanced sa = a.advance(), sb = b.advance();
+    a.refill(sa, stream[0], next[0]);
+    b.refill(sb, stream[1], next[1]);
+    a.values(sa.r, bytes[0], rest_words[0], out[0]);
+    b.values(sb.r, bytes[1], rest_words[1], out[1]);
+  }
+};
+
 // The AVX2 decoder's kernel of a full group for decode_body_with: lanes 0..7 first.
 template <class E>
 struct decode_kernel {
@@ -370,14 +621,35 @@ struct decode_kernel {
   const mask_tables& mt;
   __m256i X[4];
   explicit decode_kernel(const rans::decode_table& table) : t(table), mt(tables()), X() {}
-  // Runs f with the kernel of table t (and of two tables: run_pair), as decode_body_with and
-  // decode_pair_with call it.
+  // Runs f with the kernel for table t (and for two tables: run_pair), as decode_body_with and
+  // decode_pair_with call it: decode_rank_kernel where a rank_table holds it with at most 32
+  // symbols and 2 or 4 crowded buckets (for a pair, where both are held by the same class), else
+  // this one. A single fp16 body keeps this kernel: alone, the rank kernel decoded fp16 3-4%
+  // slower than it on Zen 3 (bf16 as fast, fp32 1.15x faster; docs/PERFORMANCE.md).
   template <class F>
   ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, F&& f) {
+    if constexpr (std::is_same_v<E, fp16>) return f(decode_kernel(t));
+    const rank_table rt(t, 32);
+    if (rt.holds(32, 2)) return f(decode_rank_kernel<E, 2>(rt));
+    if (rt.holds(32, 4)) return f(decode_rank_kernel<E, 4>(rt));
     return f(decode_kernel(t));
+  }
+  // Whether two bodies of tables ta and tb pay for one loop (decode_pair_with): where both take a
+  // rank kernel of one class. Two of this kernel in one loop run 1.2-1.3x slower than one after
+  // the other on Zen 3 (eight state registers of sixteen), a rank kernel and this one gain nothing.
+  // Before the tables are read, their symbol counts (the headers') rule out most pairs that do
+  // not pay: then each body is decoded with its table read just before (one 16 KiB table in
+  // cache, not two).
+  static bool pair_may_pay(std::uint64_t nsym_a, std::uint64_t nsym_b) { return nsym_a <= 32 && nsym_b <= 32; }
+  static bool pair_pays(const rans::decode_table& ta, const rans::decode_table& tb) {
+    const rank_table ra(ta, 32), rb(tb, 32);
+    return (ra.holds(32, 2) && rb.holds(32, 2)) || (ra.holds(32, 4) && rb.holds(32, 4));
   }
   template <class F>
   ZIPCCL_ALWAYS_INLINE static auto run_pair(const rans::decode_table& ta, const rans::decode_table& tb, F&& f) {
+    const rank_table ra(ta, 32), rb(tb, 32);
+    if (ra.holds(32, 2) && rb.holds(32, 2)) return f(decode_rank_kernel<E, 2>(ra), decode_rank_kernel<E, 2>(rb));
+    if (ra.holds(32, 4) && rb.holds(32, 4)) return f(decode_rank_kernel<E, 4>(ra), decode_rank_kernel<E, 4>(rb));
     return f(decode_kernel(ta), decode_kernel(tb));
   }
   void load(const std::uint32_t* x) { load_states(x, X); }
@@ -728,21 +1000,15 @@ ZIPCCL_ALWAYS_INLINE inline group_turn turn_of(const codec_detail::body_shape& b
   return format::group_lanes(m, g) < rans::lanes || left < rans::lanes ? group_turn::reference : group_turn::kernel;
 }
 
-// Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
-// values and statuses), full groups by Kernel and, in bodies with zero symbols, by ZerosKernel
-// (decode_kernel and decode_zeros_kernel here, avx512::rans_simd's on AVX-512).
-template <class E, class Kernel, class ZerosKernel>
-status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
-                        const codec_detail::body_shape& body, std::uint8_t* out) {
+// Decodes a dense rANS body (no zero symbols) whose sections are sec, table t and states x (read
+// by sec.start), full groups by Kernel: codec_detail::decode_rans_body's values and statuses.
+template <class E, class Kernel>
+status decode_dense_body(const codec_detail::rans_sections<E>& sec, const rans::decode_table& t, std::uint32_t* x,
+                         std::uint64_t m, const codec_detail::body_shape& body, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
-  if (format::mode_has_zero_symbols(h.mode)) return decode_zeros_body<E, ZerosKernel>(chunk, m, h, body, out);
-  const codec_detail::rans_sections<E> sec(chunk, h, body);
   const std::uint64_t n_words = sec.n_words;
   const std::uint8_t *words = sec.words, *bytes = sec.bytes, *stream = sec.stream;
-  alignas(64) rans::decode_table t;
-  alignas(64) std::uint32_t x[rans::lanes];
-  if (!sec.start(&t, x)) return status::corrupt;
   // (Kernel::run picks the kernel for the table and runs the loop with it, by value and inlined,
   // as encode_chunk_with's)
   return Kernel::run(t, [&](auto kernel) ZIPCCL_ALWAYS_INLINE {
@@ -785,6 +1051,20 @@ status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format
   });
 }
 
+// Decodes the rANS body of a chunk that passed check_chunk (codec_detail::decode_rans_body's
+// values and statuses), full groups by Kernel and, in bodies with zero symbols, by ZerosKernel
+// (decode_kernel and decode_zeros_kernel here, avx512::rans_simd's on AVX-512).
+template <class E, class Kernel, class ZerosKernel>
+status decode_body_with(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
+                        const codec_detail::body_shape& body, std::uint8_t* out) {
+  if (format::mode_has_zero_symbols(h.mode)) return decode_zeros_body<E, ZerosKernel>(chunk, m, h, body, out);
+  const codec_detail::rans_sections<E> sec(chunk, h, body);
+  alignas(64) rans::decode_table t;
+  alignas(64) std::uint32_t x[rans::lanes];
+  if (!sec.start(&t, x)) return status::corrupt;
+  return decode_dense_body<E, Kernel>(sec, t, x, m, body, out);
+}
+
 // Group g of a dense rANS body by the reference's steps, its stream and rest cursors *n and *j
 // advanced on success (decode_pair_with passes copies of its cursors, which stay in registers).
 template <class E>
@@ -798,6 +1078,31 @@ bool reference_group(const codec_detail::rans_sections<E>& s, const rans::decode
     return false;
   *n = next, *j = at + lanes;
   return true;
+}
+
+// Whether kernel class K says, by K::pair_may_pay(nsym_a, nsym_b) and K::pair_pays(ta, tb), when
+// two bodies pay for one loop.
+template <class K, class = void>
+struct has_pair_pays : std::false_type {};
+template <class K>
+struct has_pair_pays<K, std::void_t<decltype(&K::pair_pays), decltype(&K::pair_may_pay)>> : std::true_type {};
+
+// A full group of each of two chunks by kernels ka and kb: by the kernel's group_pair where it
+// has one (which interleaves the two), else one after the other.
+template <class K, class = void>
+struct has_group_pair : std::false_type {};
+template <class K>
+struct has_group_pair<K, std::void_t<decltype(&K::group_pair)>> : std::true_type {};
+template <class K>
+ZIPCCL_ALWAYS_INLINE inline void pair_group(K& ka, K& kb, const std::uint8_t* const (&bytes)[2],
+                                            const std::uint8_t* const (&words)[2], const std::uint8_t* const (&stream)[2],
+                                            std::uint64_t* const (&next)[2], std::uint8_t* const (&out)[2]) {
+  if constexpr (has_group_pair<K>::value) {
+    K::group_pair(ka, kb, bytes, words, stream, next, out);
+  } else {
+    ka.group(bytes[0], words[0], stream[0], next[0], out[0]);
+    kb.group(bytes[1], words[1], stream[1], next[1], out[1]);
+  }
 }
 
 // Two dense rANS bodies (no zero symbols) of chunks that passed check_chunk, decoded in one loop
@@ -815,7 +1120,17 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
   const codec_detail::rans_sections<E> sa(chunk[0], h[0], body[0]), sb(chunk[1], h[1], body[1]);
   alignas(64) rans::decode_table ta, tb;
   alignas(64) std::uint32_t xa[rans::lanes], xb[rans::lanes];
+  // (a kernel whose pair loop is slower than two single loops for some tables says so: then
+  // the two bodies are decoded one after the other, by the single loop)
+  if constexpr (has_pair_pays<Kernel>::value)
+    if (!Kernel::pair_may_pay(sa.nsym, sb.nsym))
+      return sa.start(&ta, xa) && decode_dense_body<E, Kernel>(sa, ta, xa, m[0], body[0], out[0]) == status::success &&
+             sb.start(&ta, xb) && decode_dense_body<E, Kernel>(sb, ta, xb, m[1], body[1], out[1]) == status::success;
   if (!sa.start(&ta, xa) || !sb.start(&tb, xb)) return false;
+  if constexpr (has_pair_pays<Kernel>::value)
+    if (!Kernel::pair_pays(ta, tb))
+      return decode_dense_body<E, Kernel>(sa, ta, xa, m[0], body[0], out[0]) == status::success &&
+             decode_dense_body<E, Kernel>(sb, tb, xb, m[1], body[1], out[1]) == status::success;
   return Kernel::run_pair(ta, tb, [&](auto ka, auto kb) ZIPCCL_ALWAYS_INLINE {
     bool ok = true;
     ka.load(xa), kb.load(xb);
@@ -836,8 +1151,8 @@ bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t
         std::uint64_t n0 = na, n1 = nb;
         for (;;) {
           const std::uint64_t o = g * format::group_elems * L::elem_size;
-          ka.group(sa.bytes + ja, sa.words + ja * W, sa.stream, &n0, out[0] + o);
-          kb.group(sb.bytes + jb, sb.words + jb * W, sb.stream, &n1, out[1] + o);
+          pair_group(ka, kb, {sa.bytes + ja, sb.bytes + jb}, {sa.words + ja * W, sb.words + jb * W}, {sa.stream, sb.stream},
+                     {&n0, &n1}, {out[0] + o, out[1] + o});
           ja += rans::lanes, jb += rans::lanes;
           if (g + 1 == end || codec_detail::in_zero_group(body[0], g + 1) ||
               codec_detail::in_zero_group(body[1], g + 1))
@@ -888,6 +1203,13 @@ template <class E>
 status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format::chunk_header& h,
                         const codec_detail::body_shape& body, std::uint8_t* out) {
   return decode_body_with<E, decode_kernel<E>, decode_zeros_kernel<E>>(chunk, m, h, body, out);
+}
+
+template <class E>
+bool decode_rans_pair(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&m)[2],
+                      const format::chunk_header (&h)[2], const codec_detail::body_shape (&body)[2],
+                      std::uint8_t* const (&out)[2]) {
+  return decode_pair_with<E, decode_kernel<E>>(chunk, m, h, body, out);
 }
 
 }  // namespace zipccl::host::detail::avx2::rans_simd

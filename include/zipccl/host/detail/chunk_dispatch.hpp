@@ -90,13 +90,14 @@ status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t
 }
 
 // Two chunks, each decoded as decode_chunk decodes it (same values, same statuses in st). Where
-// both are dense rANS chunks and the AVX-512 rANS kernels are built, their bodies are decoded in
-// one loop (avx512::rans_simd::decode_rans_pair, two 16 KiB decode tables on the stack);
-// otherwise, or when either fails, one by one.
+// both are dense rANS chunks and the vector rANS kernels are built, their bodies are decoded by
+// rans_vector::decode_rans_pair (two 16 KiB decode tables on the stack): in one loop where the
+// kernels pay for it (AVX-512 always; AVX2 where both tables take the rank decoder), else one
+// after the other; when either fails, one by one here.
 template <class E>
 void decode_chunk_pair(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&span)[2],
                        const std::uint64_t (&m)[2], bool checksum, std::uint8_t* const (&out)[2], status (&st)[2]) {
-#if ZIPCCL_HAS_AVX512 && ZIPCCL_HAS_AVX2
+#if ZIPCCL_HAS_AVX2
   const auto dense_rans = [&](int c) {
     return span[c] >= format::chunk_header_bytes &&
            (chunk[c][0] == static_cast<std::uint8_t>(format::chunk_mode::rans) ||
@@ -107,7 +108,7 @@ void decode_chunk_pair(const std::uint8_t* const (&chunk)[2], const std::uint64_
     codec_detail::body_shape body[2];
     if (codec_detail::check_chunk<E>(chunk[0], span[0], m[0], checksum, &h[0], &body[0]) == status::success &&
         codec_detail::check_chunk<E>(chunk[1], span[1], m[1], checksum, &h[1], &body[1]) == status::success &&
-        avx512::rans_simd::decode_rans_pair<E>(chunk, m, h, body, out)) {
+        rans_vector::decode_rans_pair<E>(chunk, m, h, body, out)) {
       st[0] = st[1] = status::success;
       return;
     }
