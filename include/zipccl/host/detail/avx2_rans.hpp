@@ -340,6 +340,9 @@ struct encode_kernel {
     const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                                0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     std::uint64_t t = *top;
+    // (unrolled, so that the four registers' states stay in registers: GCC 12 kept the loop and
+    // the states in memory, and compression ran 1.03-1.08x slower on Zen 3)
+#pragma GCC unroll 4
     for (int k = 3; k >= 0; --k) {
       __m256i fc, rcp;
       if (sym != nullptr) et.lookup8_symbols(sym + 8 * k, &fc, &rcp);
@@ -696,6 +699,8 @@ struct decode_kernel {
     const __m256i ff = _mm256_set1_epi32(0xFF);
     std::uint64_t n = *next;
     __m256i v[4];
+    // (unrolled: GCC 12 kept this loop too)
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i e = step(k, stream, &n);
       if constexpr (std::is_same_v<E, fp32>) {
@@ -786,6 +791,8 @@ struct decode_zeros_kernel : decode_kernel<E> {
              std::uint64_t* next, std::uint8_t* out) {
     std::uint64_t n = *next, j = *rest;
     __m256i v[4];
+    // (unrolled: GCC 12 kept this loop; unrolled, bf16 bodies with zero symbols decode 4-7% faster)
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i sym = _mm256_and_si256(this->step(k, stream, &n), _mm256_set1_epi32(0xFF));
       const __m256i is_pos = _mm256_cmpeq_epi32(sym, zp), is_neg = _mm256_cmpeq_epi32(sym, zn);
