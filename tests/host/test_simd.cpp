@@ -842,6 +842,18 @@ void random_table(std::mt19937& rng, unsigned n, unsigned rare, bool edges, code
   rans::read_table(bytes.data(), t);
 }
 
+// The crowded buckets of a table of n symbols starting at cum[0..n-1]: buckets of 32 slots with
+// two or more symbol starts strictly inside.
+unsigned crowded_buckets(const std::vector<std::uint32_t>& cum, unsigned n) {
+  unsigned crowded = 0;
+  for (unsigned b = 0; b < 128; ++b) {
+    unsigned inside = 0;
+    for (unsigned i = 1; i < n; ++i) inside += cum[i] > 32 * b && cum[i] < 32 * b + 32;
+    crowded += inside >= 2;
+  }
+  return crowded;
+}
+
 // 32 decoder states at random, 2^16 and 2^32 - 1 among them.
 void random_states(std::mt19937& rng, std::uint32_t (&x)[32]) {
   namespace rans = codec_detail::rans;
@@ -978,12 +990,7 @@ TEST_CASE("the AVX2 rank decoder finds every slot's symbol", "[host][simd]") {
     const unsigned n = 1 + static_cast<unsigned>(rng() % 40);
     const unsigned rare = static_cast<unsigned>(rng() % (trial % 4 < 2 ? 6 : 14));
     random_table(rng, n, rare, trial % 3 == 0, &t, &cum);
-    unsigned crowded = 0;
-    for (unsigned b = 0; b < 128; ++b) {
-      unsigned inside = 0;
-      for (unsigned i = 1; i < n; ++i) inside += cum[i] > 32 * b && cum[i] < 32 * b + 32;
-      crowded += inside >= 2;
-    }
+    const unsigned crowded = crowded_buckets(cum, n);
     INFO("trial " << trial << ": " << n << " symbols, " << crowded << " crowded buckets");
     const unsigned want = n > 32 || crowded > 4 ? 0u : crowded <= 2 ? 2u : 4u;
     REQUIRE(simd::decode_kernel<bf16>::run(t, picked) == want);
@@ -1137,12 +1144,7 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
     const unsigned n = 1 + static_cast<unsigned>(rng() % (trial % 2 ? 34 : 140));
     const unsigned rare = static_cast<unsigned>(rng() % (trial % 4 < 2 ? 12 : 40));
     random_table(rng, n, rare, trial % 3 == 0, &t, &cum);
-    unsigned crowded = 0;
-    for (unsigned b = 0; b < 128; ++b) {
-      unsigned inside = 0;
-      for (unsigned i = 1; i < n; ++i) inside += cum[i] > 32 * b && cum[i] < 32 * b + 32;
-      crowded += inside >= 2;
-    }
+    const unsigned crowded = crowded_buckets(cum, n);
     const simd::rank_table rt(t);
     INFO("trial " << trial << ": " << n << " symbols, " << crowded << " crowded buckets");
     REQUIRE(rt.held == (n <= 128 && crowded <= 16));
