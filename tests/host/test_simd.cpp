@@ -865,17 +865,22 @@ void random_states(std::mt19937& rng, std::uint32_t (&x)[32]) {
   }
 }
 
-// One full group decoded by kernel K (a rank kernel: AVX2's or AVX-512's) and by the reference's steps from the
-// same 32 states (at random, with 2^16 and 2^32 - 1 among them), rests and stream words: the same
-// values, states and words taken.
+// One full group decoded by kernel K (a rank kernel: AVX2's or AVX-512's) and by the reference's
+// steps from the same 32 states (at random, with 2^16 and 2^32 - 1 among them; with all_low, every
+// state 2^16, so that every lane below a frequency of 4096 takes a word), rests and stream words:
+// the same values, states and words taken. The rests and the 32 stream words are heap blocks of
+// exactly their size, so that a sanitizer build sees a read past them.
 template <class E, class K>
-void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_table& t, const K& kernel) {
+void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_table& t, const K& kernel,
+                        bool all_low = false) {
   namespace rans = codec_detail::rans;
   using S = rans::split<E>;
   using bits = typename E::bits_type;
   alignas(64) std::uint32_t x[32], y[32];
   random_states(rng, x);
-  std::uint8_t bytes[32], words[64], stream[64];
+  if (all_low)
+    for (auto& v : x) v = rans::state_low;
+  std::vector<std::uint8_t> bytes(32), words(64), stream(64);
   for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
   for (auto& b : words) b = static_cast<std::uint8_t>(rng());
   for (auto& b : stream) b = static_cast<std::uint8_t>(rng());
@@ -890,7 +895,7 @@ void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_tabl
   K k = kernel;
   k.load(x);
   std::uint64_t next = 0;
-  k.group(bytes, words, stream, &next, reinterpret_cast<std::uint8_t*>(got));
+  k.group(bytes.data(), words.data(), stream.data(), &next, reinterpret_cast<std::uint8_t*>(got));
   k.store(x);
   REQUIRE(next == n);
   for (unsigned l = 0; l < 32; ++l) {
@@ -900,23 +905,27 @@ void compare_rank_group(std::mt19937& rng, const codec_detail::rans::decode_tabl
   }
 }
 
-// The AVX2 rank kernel K's ranks of every slot of table t (32 slots at a time, the states' bits
-// above the slot at random) against the slot table: each rank's symbol, frequency and start.
+// The AVX2 rank kernel K's ranks of every slot of table t (the 4096 slots in a random order, 32 at
+// a time, so that a register's lanes fall in different buckets; the states' bits above the slot
+// at random) against the slot table: each rank's symbol, frequency and start.
 template <class K>
 void compare_avx2_ranks(std::mt19937& rng, const codec_detail::rans::decode_table& t, const host::detail::rank_table& rt,
                         K k) {
   namespace rans = codec_detail::rans;
+  std::vector<std::uint32_t> order(rans::prob_total);
+  for (std::uint32_t i = 0; i < rans::prob_total; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
   for (std::uint32_t s0 = 0; s0 < rans::prob_total; s0 += 32) {
     alignas(32) std::uint16_t lo[32];
     alignas(32) std::uint8_t r[32];
-    for (unsigned l = 0; l < 32; ++l) lo[l] = static_cast<std::uint16_t>((s0 + l) | (rng() % 16) << 12);
+    for (unsigned l = 0; l < 32; ++l) lo[l] = static_cast<std::uint16_t>(order[s0 + l] | (rng() % 16) << 12);
     k.XL[0] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
     k.XL[1] = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo + 16));
     _mm256_store_si256(reinterpret_cast<__m256i*>(r), k.rank());
     for (unsigned l = 0; l < 32; ++l) {
       // (the ranks in vpackuswb order: lanes 0..7, 16..23, 8..15, 24..31)
       const unsigned at = l % 8 + 8 * (l / 16 + 2 * ((l / 8) % 2));
-      const std::uint32_t s = s0 + l, e = t.slot[s];
+      const std::uint32_t s = order[s0 + l], e = t.slot[s];
       INFO("slot " << s);
       REQUIRE(r[at] < rt.ranks);
       REQUIRE(rt.sym[r[at]] == rans::decode_table::symbol(e));
@@ -996,7 +1005,6 @@ TEST_CASE("the AVX2 rank decoder finds every slot's symbol", "[host][simd]") {
     REQUIRE(simd::decode_kernel<bf16>::run(t, picked) == want);
     REQUIRE(simd::decode_kernel<fp32>::run(t, picked) == want);
     REQUIRE(simd::decode_kernel<fp16>::run(t, picked) == 0u);  // (a single fp16 body keeps the slot kernel)
-    REQUIRE(simd::decode_kernel<bf16>::pair_may_pay(n, n <= 32 ? 32 : 1) == (n <= 32));
     REQUIRE(simd::decode_kernel<bf16>::pair_pays(t, t_before) == (want != 0 && class_before != 0));
     if (want != 0 && class_before != 0)
       REQUIRE(simd::decode_kernel<bf16>::run_pair(t, t_before, [&](auto a, auto b) {
@@ -1017,6 +1025,7 @@ TEST_CASE("the AVX2 rank decoder finds every slot's symbol", "[host][simd]") {
         compare_rank_group<bf16>(rng, t, simd::decode_rank_kernel<bf16, C>(rt));
         compare_rank_group<fp16>(rng, t, simd::decode_rank_kernel<fp16, C>(rt));
         compare_rank_group<fp32>(rng, t, simd::decode_rank_kernel<fp32, C>(rt));
+        compare_rank_group<bf16>(rng, t, simd::decode_rank_kernel<bf16, C>(rt), true);
         if (rb.holds(32, C)) {
           compare_rank_pair<bf16>(rng, simd::decode_rank_kernel<bf16, C>(rt), simd::decode_rank_kernel<bf16, C>(rb));
           compare_rank_pair<fp16>(rng, simd::decode_rank_kernel<fp16, C>(rt), simd::decode_rank_kernel<fp16, C>(rb));
@@ -1032,6 +1041,183 @@ TEST_CASE("the AVX2 rank decoder finds every slot's symbol", "[host][simd]") {
   CHECK(fitted[0] > 200);
   CHECK(fitted[1] > fitted[0] + 50);
   CHECK(refused > 150);
+}
+
+// select_bytes (vpblendvb by inline assembly) against the intrinsic, on random bytes and masks.
+TEST_CASE("select_bytes is vpblendvb", "[host][simd]") {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    alignas(32) std::uint8_t a[32], b[32], m[32], got[32], want[32];
+    for (int i = 0; i < 32; ++i)
+      a[i] = static_cast<std::uint8_t>(rng()), b[i] = static_cast<std::uint8_t>(rng()), m[i] = static_cast<std::uint8_t>(rng());
+    const auto load = [](const std::uint8_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); };
+    _mm256_store_si256(reinterpret_cast<__m256i*>(got), host::detail::avx2::rans_simd::select_bytes(load(a), load(b), load(m)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(want), _mm256_blendv_epi8(load(a), load(b), load(m)));
+    for (int i = 0; i < 32; ++i) {
+      INFO("byte " << i);
+      REQUIRE(got[i] == want[i]);
+      REQUIRE(got[i] == (m[i] & 0x80u ? b[i] : a[i]));
+    }
+  }
+}
+
+namespace {
+// One chunk of m elements (zero-group masks on), coded by the entropy policy's fast path.
+template <class E>
+std::vector<std::uint8_t> entropy_chunk(const std::vector<typename E::bits_type>& v) {
+  using Codec = codec<E, codebook::entropy>;
+  std::vector<std::uint8_t> out(Codec::layout::stored_bytes(v.size()));
+  const auto* in = reinterpret_cast<const std::uint8_t*>(v.data());
+  out.resize(host::detail::encode_chunk<E>(testing::policy_for<Codec>(v.data(), v.size()), in, v.size(), false, true,
+                                           out.data()));
+  return out;
+}
+
+// The rank table of a coded dense rANS chunk's decoding table (limit 32).
+template <class E>
+host::detail::rank_table chunk_ranks(const std::vector<std::uint8_t>& chunk, std::uint64_t m) {
+  format::chunk_header h;
+  codec_detail::body_shape body;
+  REQUIRE(codec_detail::check_chunk<E>(chunk.data(), chunk.size(), m, false, &h, &body) == status::success);
+  REQUIRE(format::mode_is_rans(h.mode));
+  REQUIRE_FALSE(format::mode_has_zero_symbols(h.mode));
+  const codec_detail::rans_sections<E> sec(chunk.data(), h, body);
+  alignas(64) static codec_detail::rans::decode_table t;
+  std::uint32_t x[32];
+  REQUIRE(sec.start(&t, x));
+  return host::detail::rank_table(t, 32);
+}
+
+// Elements whose symbols (bf16: exponent; fp16: the high byte) are `symbols` in turn, each
+// `count` times, the rest `big`, mantissas and signs at random (fp16: positive).
+template <class E>
+std::vector<typename E::bits_type> symbol_mix(std::mt19937& rng, std::uint64_t m, const std::vector<unsigned>& symbols,
+                                              unsigned count, unsigned big) {
+  std::vector<typename E::bits_type> v(m);
+  for (std::uint64_t i = 0; i < m; ++i) {
+    const unsigned s = i < symbols.size() * count ? symbols[i / count] : big;
+    if constexpr (std::is_same_v<E, bf16>)
+      v[i] = static_cast<std::uint16_t>((rng() & 0x8000u) | s << 7 | (rng() & 0x7Fu));
+    else
+      v[i] = static_cast<std::uint16_t>(s << 8 | (rng() & 0xFFu));
+  }
+  std::shuffle(v.begin(), v.end(), rng);
+  return v;
+}
+
+// The check value of chunk c (m elements, no whole-chunk check) recomputed over its header,
+// table and states, as testing::repair_hashes does for a stream's chunks.
+void reseal(std::vector<std::uint8_t>& c, std::uint64_t m) {
+  std::uint64_t body = format::body_offset(m, format::mode_has_zero_mask(format::chunk_mode(c[0] & 3u)));
+  if (format::mode_is_rans(format::chunk_mode(c[0] & 7u))) body = codec_detail::rans::prefix_end(body, c[1] + 1u);
+  format::store_le<std::uint32_t>(c.data() + 12, format::chunk_check(c.data(), c.size(), false, body));
+}
+
+// decode_chunk_pair (and rans_vector::decode_rans_pair where both pass check_chunk) on chunks a
+// and b: each chunk's reference status and values.
+template <class E>
+void compare_pair(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b, std::uint64_t m) {
+  using L = format::chunk_layout<E>;
+  std::vector<std::uint8_t> want[2], got[2];
+  status ref[2];
+  const std::vector<std::uint8_t>* c[2] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    want[i].assign(m * L::elem_size, 0);
+    got[i].assign(m * L::elem_size, 0xAB);
+    ref[i] = codec_detail::decode_chunk<E>(c[i]->data(), c[i]->size(), m, false, want[i].data());
+  }
+  const std::uint8_t* chunks[2] = {a.data(), b.data()};
+  const std::uint64_t spans[2] = {a.size(), b.size()}, ms[2] = {m, m};
+  std::uint8_t* outs[2] = {got[0].data(), got[1].data()};
+  status st[2] = {status::unsupported_mode, status::unsupported_mode};
+  host::detail::decode_chunk_pair<E>(chunks, spans, ms, false, outs, st);
+  for (int i = 0; i < 2; ++i) {
+    INFO("chunk " << i);
+    REQUIRE(st[i] == ref[i]);
+    if (ref[i] == status::success) REQUIRE(got[i] == want[i]);
+  }
+  format::chunk_header h[2];
+  codec_detail::body_shape body[2];
+  if (codec_detail::check_chunk<E>(a.data(), a.size(), m, false, &h[0], &body[0]) == status::success &&
+      codec_detail::check_chunk<E>(b.data(), b.size(), m, false, &h[1], &body[1]) == status::success) {
+    for (int i = 0; i < 2; ++i) got[i].assign(m * L::elem_size, 0xCD);
+    const bool ok = host::detail::rans_vector::decode_rans_pair<E>(chunks, ms, h, body, outs);
+    REQUIRE(ok == (ref[0] == status::success && ref[1] == status::success));
+    if (ok) REQUIRE((got[0] == want[0] && got[1] == want[1]));
+  }
+}
+}  // namespace
+
+// The pair decoder of AVX2 builds (decode_pair_with with the AVX2 kernels), each way a pair goes:
+// two bf16 tables of one rank class (one loop); a bf16 table of at most 32 symbols and more than 4
+// crowded buckets beside one (one after the other, decided once the tables are read); fp16 chunks
+// of at most 32 symbols (an fp16 rank pair); an fp16 chunk of many symbols beside one (decided from
+// the headers); a table that breaks its rules beside a valid chunk, first and second. Each chunk
+// gets the reference's status and values.
+TEST_CASE("the AVX2 pair decoder takes every way a pair goes", "[host][simd]") {
+  std::mt19937 rng(31);
+  const std::uint64_t m = 8192 + 20;  // (a short last group too)
+  const auto gauss = [&](std::uint64_t seed) {
+    return entropy_chunk<bf16>(testing::make_tensor<bf16>(m, 0.02, testing::distribution::gaussian, seed));
+  };
+  const auto g1 = gauss(1), g2 = gauss(2);
+  REQUIRE(chunk_ranks<bf16>(g1, m).holds(32, 4));
+  REQUIRE(chunk_ranks<bf16>(g2, m).holds(32, 4));
+  // thirty exponents about ten slots each around one that takes the rest: about ten crowded buckets
+  std::vector<unsigned> few;
+  for (unsigned e = 100; e < 131; ++e)
+    if (e != 115) few.push_back(e);
+  const auto crowded = entropy_chunk<bf16>(symbol_mix<bf16>(rng, m, few, 20, 115));
+  const host::detail::rank_table rc = chunk_ranks<bf16>(crowded, m);
+  REQUIRE(rc.held);
+  REQUIRE(rc.ranks <= 32);
+  REQUIRE(rc.crowded > 4);
+  // fp16: 24 high bytes (exponents 10..15, positive), and Gaussian fp16 (far more)
+  std::vector<unsigned> high;
+  for (unsigned b = 10 << 2; b < 16 << 2; ++b) high.push_back(b);
+  const auto h1 = entropy_chunk<fp16>(symbol_mix<fp16>(rng, m, high, 340, 14 << 2));
+  const auto h2 = entropy_chunk<fp16>(symbol_mix<fp16>(rng, m, high, 300, 12 << 2));
+  const auto many = entropy_chunk<fp16>(testing::make_tensor<fp16>(m, 0.02, testing::distribution::gaussian, 3));
+  REQUIRE(chunk_ranks<fp16>(h1, m).holds(32, 4));
+  REQUIRE(chunk_ranks<fp16>(h2, m).holds(32, 4));
+  REQUIRE_FALSE(chunk_ranks<fp16>(many, m).held);
+  {
+    INFO("two bf16 rank tables");
+    compare_pair<bf16>(g1, g2, m);
+  }
+  {
+    INFO("a crowded bf16 table beside a rank one");
+    compare_pair<bf16>(g1, crowded, m);
+    compare_pair<bf16>(crowded, g2, m);
+  }
+  {
+    INFO("two fp16 rank tables, and one of many symbols beside one");
+    compare_pair<fp16>(h1, h2, m);
+    compare_pair<fp16>(many, h1, m);
+    compare_pair<fp16>(h2, many, m);
+  }
+  {
+    INFO("a table whose frequencies do not sum to 4096, first and second");
+    auto bad = g2;
+    format::chunk_header h;
+    codec_detail::body_shape body;
+    REQUIRE(codec_detail::check_chunk<bf16>(bad.data(), bad.size(), m, false, &h, &body) == status::success);
+    const codec_detail::rans_sections<bf16> sec(bad.data(), h, body);
+    bad[static_cast<std::size_t>(sec.table - bad.data()) + codec_detail::rans::bitmap_bytes] ^= 1;
+    reseal(bad, m);  // (so that check_chunk passes and the table's own rules fail)
+    std::vector<std::uint8_t> ref(m * 2);
+    REQUIRE(codec_detail::decode_chunk<bf16>(bad.data(), bad.size(), m, false, ref.data()) == status::corrupt);
+    compare_pair<bf16>(g1, bad, m);
+    compare_pair<bf16>(bad, g1, m);
+    auto bad16 = h2;
+    REQUIRE(codec_detail::check_chunk<fp16>(bad16.data(), bad16.size(), m, false, &h, &body) == status::success);
+    const codec_detail::rans_sections<fp16> sec16(bad16.data(), h, body);
+    bad16[static_cast<std::size_t>(sec16.table - bad16.data()) + codec_detail::rans::bitmap_bytes] ^= 1;
+    reseal(bad16, m);
+    REQUIRE(codec_detail::decode_chunk<fp16>(bad16.data(), bad16.size(), m, false, ref.data()) == status::corrupt);
+    compare_pair<fp16>(many, bad16, m);
+    compare_pair<fp16>(h1, bad16, m);
+  }
 }
 #endif
 

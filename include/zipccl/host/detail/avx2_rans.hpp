@@ -1,10 +1,11 @@
 // zipccl: AVX2 encoder and decoder of rANS chunks (codebook::entropy), on x86 CPUs with AVX2.
 //
-// The 32 lanes of a chunk's rANS body (codec/rans.hpp). The decoder, where the chunk's table has
-// at most 32 symbols and 4 crowded buckets (rank_table; the bf16 and fp32 chunks of real
-// tensors), is decode_rank_kernel: the 32 states as sixteen-lane registers of 16-bit halves, a
-// slot's rank from byte tables by vpshufb, no lookup per lane; two such chunks are decoded in one
-// loop (decode_rans_pair). Otherwise the states are four registers of eight 32-bit states.
+// The 32 lanes of a chunk's rANS body (codec/rans.hpp). The decoder of a bf16 or fp32 body
+// without zero symbols whose table has at most 32 symbols and 4 crowded buckets (rank_table; the
+// bf16 and fp32 chunks of real tensors), and of two such bodies of any type in one loop
+// (decode_rans_pair), is decode_rank_kernel: the 32 states as sixteen-lane registers of 16-bit
+// halves, a slot's rank from byte tables by vpshufb, no lookup per lane. Otherwise (fp16 alone,
+// larger tables, bodies with zero symbols) the states are four registers of eight 32-bit states.
 // One step of a register:
 //   decoder  slot = x & 4095; the slot words by eight scalar loads (bf16, fp16: faster than a
 //            gather on Zen 3) or one gather (fp32); x = freq * (x >> 12) + offset; the lanes
@@ -34,6 +35,7 @@
 
 #include <immintrin.h>
 
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -379,7 +381,8 @@ struct encode_kernel {
 ZIPCCL_ALWAYS_INLINE inline __m256i select_bytes(__m256i a, __m256i b, __m256i m) {
 #if defined(__GNUC__)
   __m256i r;
-  asm("vpblendvb %3, %2, %1, %0" : "=x"(r) : "x"(a), "x"(b), "x"(m));
+  // (both assembler dialects: AT&T, and Intel for code built with -masm=intel)
+  asm("vpblendvb {%3, %2, %1, %0|%0, %1, %2, %3}" : "=x"(r) : "x"(a), "x"(b), "x"(m));
   return r;
 #else
   return _mm256_blendv_epi8(a, b, m);
@@ -421,7 +424,10 @@ struct decode_rank_kernel {
   const rest_tables& rt;
   __m256i XL[2], XH[2];
 
+  // (t must hold the table with at most 32 symbols and Crowded crowded buckets: run and
+  // run_pair check t.holds(32, Crowded) first)
   explicit decode_rank_kernel(const rank_table& t) : rt(zero_tables()), XL(), XH() {
+    assert(t.holds(max_ranks, Crowded));
     alignas(16) std::uint8_t c[rank_table::buckets], b[rank_table::buckets], w[word_tables][max_ranks] = {};
     // (bound - 1 makes the rank's test a signed compare: offset > bound - 1; a crowded bucket's
     // coarse and bound bytes are not used)
@@ -631,11 +637,14 @@ struct decode_kernel {
   // slower than it on Zen 3 (bf16 as fast, fp32 1.15x faster; docs/PERFORMANCE.md).
   template <class F>
   ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, F&& f) {
-    if constexpr (std::is_same_v<E, fp16>) return f(decode_kernel(t));
-    const rank_table rt(t, 32);
-    if (rt.holds(32, 2)) return f(decode_rank_kernel<E, 2>(rt));
-    if (rt.holds(32, 4)) return f(decode_rank_kernel<E, 4>(rt));
-    return f(decode_kernel(t));
+    if constexpr (std::is_same_v<E, fp16>) {
+      return f(decode_kernel(t));
+    } else {
+      const rank_table rt(t, 32);
+      if (rt.holds(32, 2)) return f(decode_rank_kernel<E, 2>(rt));
+      if (rt.holds(32, 4)) return f(decode_rank_kernel<E, 4>(rt));
+      return f(decode_kernel(t));
+    }
   }
   // Whether two bodies of tables ta and tb pay for one loop (decode_pair_with): where both take a
   // rank kernel of one class. Two of this kernel in one loop run 1.2-1.3x slower than one after
@@ -646,7 +655,7 @@ struct decode_kernel {
   static bool pair_may_pay(std::uint64_t nsym_a, std::uint64_t nsym_b) { return nsym_a <= 32 && nsym_b <= 32; }
   static bool pair_pays(const rans::decode_table& ta, const rans::decode_table& tb) {
     const rank_table ra(ta, 32), rb(tb, 32);
-    return (ra.holds(32, 2) && rb.holds(32, 2)) || (ra.holds(32, 4) && rb.holds(32, 4));
+    return ra.holds(32, 4) && rb.holds(32, 4);
   }
   template <class F>
   ZIPCCL_ALWAYS_INLINE static auto run_pair(const rans::decode_table& ta, const rans::decode_table& tb, F&& f) {
@@ -791,7 +800,7 @@ struct decode_zeros_kernel : decode_kernel<E> {
              std::uint64_t* next, std::uint8_t* out) {
     std::uint64_t n = *next, j = *rest;
     __m256i v[4];
-    // (unrolled: GCC 12 kept this loop; unrolled, bf16 bodies with zero symbols decode 4-7% faster)
+    // (unrolled: GCC 12 kept this loop; unrolled, bf16 bodies with zero symbols decode 3-6% faster)
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i sym = _mm256_and_si256(this->step(k, stream, &n), _mm256_set1_epi32(0xFF));
@@ -1115,9 +1124,11 @@ ZIPCCL_ALWAYS_INLINE inline void pair_group(K& ka, K& kb, const std::uint8_t* co
 // Two dense rANS bodies (no zero symbols) of chunks that passed check_chunk, decoded in one loop
 // of groups, a full group of each by its own Kernel: the two chunks' states are independent, so
 // the core overlaps one chunk's chain of gather, multiply and refill with the other's, where one
-// chunk's 32 lanes give it only two chains (AVX-512) that wait on each other's latency. True when
-// both bodies decoded and ended as decode_body_with requires (same values out); false when either
-// did not, and then the caller decodes each on its own for its status.
+// chunk's 32 lanes give it only two chains (AVX-512) that wait on each other's latency. Where the
+// kernel says the pair does not pay (has_pair_pays: the AVX2 kernel, unless both tables take one
+// rank class), the two bodies are decoded one after the other by the single loop instead. True
+// when both bodies decoded and ended as decode_body_with requires (same values out); false when
+// either did not, and then the caller decodes each on its own for its status.
 template <class E, class Kernel>
 bool decode_pair_with(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&m)[2],
                       const format::chunk_header (&h)[2], const codec_detail::body_shape (&body)[2],

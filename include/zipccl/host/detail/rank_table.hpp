@@ -70,10 +70,11 @@ struct rank_table {
       if (sym[r] == v) return r;
     return 0xFFFFu;
   }
-  // Whether decode_rank_kernel<E, Ranks, Pairs> takes this table: at most Ranks symbols and
-  // 4 Pairs crowded buckets.
+  // Whether the AVX-512 decode_rank_kernel<E, Ranks, Pairs> takes this table: at most Ranks
+  // symbols and 4 Pairs crowded buckets.
   bool fits(unsigned max_ranks_, unsigned pairs) const { return holds(max_ranks_, 4 * pairs); }
-  // Whether it has at most max_ranks_ symbols and max_crowded_ crowded buckets.
+  // Whether it has at most max_ranks_ symbols and max_crowded_ crowded buckets (the AVX2
+  // decode_rank_kernel<E, Crowded> takes a table that holds(32, Crowded)).
   bool holds(unsigned max_ranks_, unsigned max_crowded_) const {
     return held && ranks <= max_ranks_ && crowded <= max_crowded_;
   }
