@@ -433,12 +433,14 @@ TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd ta
 #if ZIPCCL_HAS_AVX2
 // The rANS encoders' symbol counts (the kernels' count, which plan_chunk takes) against a count of
 // the body's elements one by one: exact on every input, whether the symbols fall inside the
-// AVX-512 counter's window of sixteen, outside it, below 16 or near 255, move in the chunk's
-// middle, spread too wide for any window, or repeat more often than a byte counter holds (symbol
-// 0's counter too); with zero groups, an odd number of full groups (a half register, after the
+// counters' windows (AVX-512: sixteen; AVX2: fourteen, counted in batches of 255 groups), outside
+// them, below 16 or near 255, move in the chunk's middle, spread too wide for any window (the AVX2
+// counter then hands the rest of the chunk to its tables), or repeat more often than a byte
+// counter holds (symbol 0's counter too); with zero groups (among them the first groups, which the
+// AVX2 counter counts one by one), an odd number of full groups (a half register, after the
 // window has moved too) and a short last one; and the kernels' counts of +0.0 and -0.0 on the
-// same chunks and on chunks full of both. (A count off by one can leave the normalised table, and so the
-// bytes, unchanged: the byte comparisons above do not see it.)
+// same chunks and on chunks full of both. (A count off by one can leave the normalised table, and
+// so the bytes, unchanged: the byte comparisons above do not see it.)
 TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, fp32) {
   using E = TestType;
   using L = format::chunk_layout<E>;
@@ -505,6 +507,14 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     check(v);
     for (std::uint64_t i = 0; i < m; ++i)
       if ((i / 128) % 2 == 1) v[i] = 0;
+    check(v);
+    // zero groups first, where the AVX2 counter counts groups one by one to place its window
+    for (std::uint64_t i = 0; i < m / 4; ++i) v[i] = 0;
+    check(v);
+    // a window's symbols in the first half, random bits after (the AVX2 counter hands over to its
+    // tables in the middle)
+    for (std::uint64_t i = 0; i < m; ++i)
+      v[i] = i < m / 2 ? with_symbol(90u + static_cast<unsigned>(rng() % 10)) : static_cast<bits>(rng());
     check(v);
     // +0.0 and -0.0 scattered among values, a few whole groups of them, the last lanes too
     for (std::uint64_t i = 0; i < m; ++i)

@@ -125,10 +125,129 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
   return _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(c), d, 1), _mm_insert_epi64(_mm_cvtsi64_si128(a), b, 1));
 }
 
+// The exact counts of a body's symbols, bf16 and fp32 (the exponent byte), for plan_chunk (fp16's
+// high bytes, 51-120 values a chunk, take avx2::byte_histogram). The first four groups are counted
+// one by one; then, per batch of up to 255 full groups (as many as a byte counter holds), each
+// group's 32 symbols are made bytes in one register (in whatever order the packs leave them),
+// less the window's first symbol lo, and stored to a stack buffer; symbol 0 (zeros, subnormals) is
+// counted there by a compare, and the symbols outside the window lo .. lo + 13 one by one from
+// memory. Two passes over the buffer then count the window's fourteen symbols, seven registers of
+// byte counters a pass (a compare and a subtract per symbol and group). The window is placed
+// before the first batch and after each on the fourteen busiest symbols of 1..255 so far. Where
+// more than 1/32 of the elements so far (the first groups) or of a batch fell outside it (symbols
+// spread wider than any window, e.g. random bits), the rest of the body goes to
+// avx2::add_exponent_counts, whose tables are faster then than the misses' branches. On Zen 3
+// 0.16-0.18 ns an element for bf16 against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The
+// AVX2 symbol counts"); one pass of fourteen counters, or the compares in the first loop, ran out
+// of registers under GCC 12 and was slower.
+template <class E>
+void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint32_t* counts) {
+  static_assert(!std::is_same_v<E, fp16>, "count_symbols: fp16's symbols fill no window of fourteen");
+  using L = format::chunk_layout<E>;
+  using bits_type = typename E::bits_type;
+  using S = rans::split<E>;
+  constexpr unsigned W = 14, P = 7, batch = 255, first_groups = 4;
+  static_assert(W % P == 0 && rans::symbols - W >= W, "count_symbols: symbol 0 must fall outside every window");
+  for (unsigned v = 0; v < rans::symbols; ++v) counts[v] = 0;
+  const std::uint64_t groups = (m + format::group_elems - 1) / format::group_elems;
+  const auto count_group = [&](std::uint64_t g) {  // one by one
+    const std::uint8_t* p = in + g * format::group_elems * L::elem_size;
+    const unsigned lanes = format::group_lanes(m, g);
+    for (unsigned i = 0; i < lanes; ++i) ++counts[S::symbol(format::load_le<bits_type>(p + i * L::elem_size))];
+  };
+  // a group's 32 symbols as bytes
+  const auto symbol_bytes = [](const std::uint8_t* p) {
+    if constexpr (std::is_same_v<E, fp32>) {
+      __m256i v[4];
+      for (int k = 0; k < 4; ++k)
+        v[k] = _mm256_and_si256(_mm256_srli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k)), 23),
+                                _mm256_set1_epi32(0xFF));
+      return _mm256_packus_epi16(_mm256_packus_epi32(v[0], v[1]), _mm256_packus_epi32(v[2], v[3]));
+    } else {
+      __m256i v[2];
+      for (int k = 0; k < 2; ++k)  // (bits 14..7 to the high byte, then down)
+        v[k] = _mm256_srli_epi16(_mm256_slli_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k)), 1), 8);
+      return _mm256_packus_epi16(v[0], v[1]);
+    }
+  };
+  // the element of the group behind each byte of symbol_bytes (per 16 bytes, bf16: eight words of
+  // each register; fp32: four dwords of each of the four)
+  static constexpr std::uint8_t byte_lane[2][32] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+      {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31}};
+  const std::uint8_t* lane_of = byte_lane[std::is_same_v<E, fp32> ? 1 : 0];
+  const auto sum_bytes = [](__m256i c) {
+    const __m256i s = _mm256_sad_epu8(c, _mm256_setzero_si256());
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return static_cast<std::uint32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
+  };
+  // the window: the first of the W consecutive symbols of 1..255 with the largest count so far
+  const auto window = [&](std::uint64_t* held) {
+    unsigned lo = 1;
+    std::uint64_t best = 0, run = 0;
+    for (unsigned v = 1; v < rans::symbols; ++v) {  // run: the counts of v - W + 1 .. v
+      run += counts[v];
+      if (v > W) run -= counts[v - W];
+      if (v >= W && run > best) best = run, lo = v - W + 1;
+    }
+    *held = best;
+    return lo;
+  };
+  std::uint64_t g = 0, seen = 0, held = 0;
+  for (; g < groups && g < first_groups; ++g)
+    if (!codec_detail::in_zero_group(shape, g)) count_group(g), seen += format::group_lanes(m, g);
+  unsigned lo = window(&held);
+  if (32 * (seen - held - counts[0]) > seen) {  // the tables are faster (below)
+    avx2::add_exponent_counts<E>(in, m, shape, g, counts, rans::symbols);
+    return;
+  }
+  alignas(32) __m256i buf[batch];
+  while (g < groups) {
+    const __m256i base = _mm256_set1_epi8(static_cast<char>(lo)), last = _mm256_set1_epi8(static_cast<char>(W - 1));
+    __m256i zeros = _mm256_setzero_si256();
+    unsigned n = 0;
+    std::uint64_t outside = 0;
+    for (const std::uint64_t stop = g + std::min<std::uint64_t>(batch, groups - g); g < stop; ++g) {
+      if (codec_detail::in_zero_group(shape, g)) continue;
+      if (format::group_lanes(m, g) < format::group_elems) {
+        count_group(g);
+        continue;
+      }
+      const __m256i b = symbol_bytes(in + g * format::group_elems * L::elem_size);
+      const __m256i d = _mm256_sub_epi8(b, base), z = _mm256_cmpeq_epi8(b, _mm256_setzero_si256());
+      zeros = _mm256_sub_epi8(zeros, z);
+      const unsigned out = ~static_cast<unsigned>(
+          _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(_mm256_min_epu8(d, last), d), z)));
+      if (out != 0) {  // (from memory: bytes stored from b and loaded one by one wait on the store)
+        const std::uint8_t* p = in + g * format::group_elems * L::elem_size;
+        for (unsigned o = out; o != 0; o &= o - 1)
+          ++counts[S::symbol(format::load_le<bits_type>(p + L::elem_size * lane_of[_tzcnt_u32(o)]))];
+        outside += static_cast<unsigned>(_mm_popcnt_u32(out));
+      }
+      _mm256_store_si256(buf + n++, d);
+    }
+    counts[0] += sum_bytes(zeros);
+    for (unsigned j = 0; j < W; j += P) {
+      __m256i acc[P], want[P];
+      for (unsigned k = 0; k < P; ++k) acc[k] = _mm256_setzero_si256(), want[k] = _mm256_set1_epi8(static_cast<char>(j + k));
+      for (unsigned i = 0; i < n; ++i) {
+        const __m256i d = _mm256_load_si256(buf + i);
+        for (unsigned k = 0; k < P; ++k) acc[k] = _mm256_sub_epi8(acc[k], _mm256_cmpeq_epi8(d, want[k]));
+      }
+      for (unsigned k = 0; k < P; ++k) counts[lo + j + k] += sum_bytes(acc[k]);
+    }
+    // more than 1/32 of the elements outside: the misses' branches cost more than the tables
+    if (32 * outside > std::uint64_t(format::group_elems) * n) {
+      avx2::add_exponent_counts<E>(in, m, shape, g, counts, rans::symbols);
+      return;
+    }
+    lo = window(&held);
+  }
+}
+
 // codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
-// kernel's (avx2::byte_histogram: bf16's and fp32's sign and exponent from each element's high
-// 16 bits, fp16's high bytes, both straight from memory; on AVX-512,
-// avx512::rans_simd::count_symbols for bf16 and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
+// kernel's (count_symbols for bf16 and fp32, avx2::byte_histogram's high bytes for fp16; on
+// AVX-512, avx512::rans_simd::count_symbols for bf16 and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
 // avx2::count_zeros, or avx512::rans_simd::count_zeros), only where the counts of their symbols
 // leave room for enough of them to give the body zero symbols (rans::zeros_pay).
 template <class E, class Count, class Zeros>
@@ -317,7 +436,8 @@ struct encode_kernel {
   // The body's symbol counts (plan_chunk).
   static void count(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                     std::uint32_t* counts) {
-    avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
+    if constexpr (std::is_same_v<E, fp16>) avx2::byte_histogram<E, false>(in, m, shape, counts, rans::symbols);
+    else count_symbols<E>(in, m, shape, counts);
   }
   // The body's numbers of +0.0 and -0.0 (plan_chunk, where zero symbols could pay).
   static void zeros(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint64_t* n_pos,
