@@ -699,26 +699,25 @@ struct decode_rank_kernel {
   ZIPCCL_ALWAYS_INLINE void values(__m256i r, const std::uint8_t* bytes, const std::uint8_t* rest_words,
                                    std::uint8_t* out) const {
     const __m256i s = word_bytes(symbol, r, _mm256_slli_epi16(r, 3));
-    if constexpr (std::is_same_v<E, fp32>) {
-      // (lanes 0..7 are s's bytes 0..7, 8..15 its bytes 16..23, 16..23 its bytes 8..15)
-      const __m128i s0 = _mm256_castsi256_si128(s), s1 = _mm256_extracti128_si256(s, 1);
-      const __m128i q[4] = {s0, s1, _mm_srli_si128(s0, 8), _mm_srli_si128(s1, 8)};
-      for (int k = 0; k < 4; ++k)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * k),
-                            join_lanes<E>(_mm256_cvtepu8_epi32(q[k]), bytes + 8 * k, rest_words + 16 * k));
-    } else {
-      (void)rest_words;
-      // the rest bytes in s's order
-      const __m256i rb = _mm256_permute4x64_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), 0xD8);
-      for (int h = 0; h < 2; ++h) {
-        __m256i v;
-        if constexpr (std::is_same_v<E, bf16>) {  // sign << 15 | symbol << 7 | mantissa
-          const __m256i rr = h == 0 ? _mm256_unpacklo_epi8(rb, rb) : _mm256_unpackhi_epi8(rb, rb);
-          const __m256i ss = h == 0 ? _mm256_unpacklo_epi8(s, _mm256_setzero_si256()) : _mm256_unpackhi_epi8(s, _mm256_setzero_si256());
-          v = _mm256_or_si256(_mm256_and_si256(rr, _mm256_set1_epi16(static_cast<short>(0x807F))), _mm256_slli_epi16(ss, 7));
-        } else {  // symbol << 8 | rest byte
-          v = h == 0 ? _mm256_unpacklo_epi8(rb, s) : _mm256_unpackhi_epi8(rb, s);
-        }
+    // the rest bytes in s's order (lanes 0..7 are s's bytes 0..7, 8..15 its bytes 16..23, 16..23
+    // its bytes 8..15)
+    const __m256i rb = _mm256_permute4x64_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), 0xD8);
+    for (int h = 0; h < 2; ++h) {  // lanes 16h .. 16h + 15, in order
+      __m256i v;
+      if constexpr (std::is_same_v<E, fp16>) {  // symbol << 8 | rest byte
+        v = h == 0 ? _mm256_unpacklo_epi8(rb, s) : _mm256_unpackhi_epi8(rb, s);
+      } else {  // bf16, and fp32's high halves: sign << 15 | symbol << 7 | mantissa
+        const __m256i rr = h == 0 ? _mm256_unpacklo_epi8(rb, rb) : _mm256_unpackhi_epi8(rb, rb);
+        const __m256i ss = h == 0 ? _mm256_unpacklo_epi8(s, _mm256_setzero_si256()) : _mm256_unpackhi_epi8(s, _mm256_setzero_si256());
+        v = _mm256_or_si256(_mm256_and_si256(rr, _mm256_set1_epi16(static_cast<short>(0x807F))), _mm256_slli_epi16(ss, 7));
+      }
+      if constexpr (std::is_same_v<E, fp32>) {  // each high half above its rest word
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rest_words + 32 * h));
+        const __m256i lo = _mm256_unpacklo_epi16(w, v), hi = _mm256_unpackhi_epi16(w, v);  // lanes 0..3, 8..11; 4..7, 12..15
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * h), _mm256_permute2x128_si256(lo, hi, 0x20));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 64 * h + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
+      } else {
+        (void)rest_words;
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * h), v);
       }
     }
