@@ -134,12 +134,14 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
 // memory. Two passes over the buffer then count the window's fourteen symbols, seven registers of
 // byte counters a pass (a compare and a subtract per symbol and group). The window is placed
 // before the first batch and after each on the fourteen busiest symbols of 1..255 so far. Where
-// more than 1/32 of the elements so far (the first groups) or of a batch fell outside it (symbols
-// spread wider than any window, e.g. random bits), the rest of the body goes to
-// avx2::add_exponent_counts, whose tables are faster then than the misses' branches. On Zen 3
-// 0.16-0.18 ns an element for bf16 against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The
-// AVX2 symbol counts"); one pass of fourteen counters, or the compares in the first loop, ran out
-// of registers under GCC 12 and was slower.
+// even that window misses more than 1/32 of the elements counted so far (symbols spread wider
+// than any window, e.g. random bits), the rest of the body goes to avx2::add_exponent_counts,
+// whose tables are faster then than the misses' branches. (The test is on the best window over
+// everything counted, not on the misses of the last batch: a window placed from the first four
+// groups can miss much of a gradient chunk's first batch, and then moves.) On Zen 3 0.16-0.18 ns
+// an element for bf16 against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The AVX2 symbol
+// counts"); one pass of fourteen counters, or the compares in the first loop, ran out of
+// registers under GCC 12 and was slower.
 template <class E>
 void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint32_t* counts) {
   static_assert(!std::is_same_v<E, fp16>, "count_symbols: fp16's symbols fill no window of fourteen");
@@ -193,24 +195,26 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
     *held = best;
     return lo;
   };
-  std::uint64_t g = 0, seen = 0, held = 0;
+  std::uint64_t g = 0, seen = 0, held = 0;  // seen: the elements counted so far
   for (; g < groups && g < first_groups; ++g)
     if (!codec_detail::in_zero_group(shape, g)) count_group(g), seen += format::group_lanes(m, g);
-  unsigned lo = window(&held);
-  if (32 * (seen - held - counts[0]) > seen) {  // the tables are faster (below)
-    avx2::add_exponent_counts<E>(in, m, shape, g, counts, rans::symbols);
-    return;
-  }
   alignas(32) __m256i buf[batch];
   while (g < groups) {
+    const unsigned lo = window(&held);
+    // more than 1/32 of the elements so far outside the best window (and not 0): the misses'
+    // branches would cost more than the tables
+    if (32 * (seen - held - counts[0]) > seen) {
+      avx2::add_exponent_counts<E>(in, m, shape, g, counts, rans::symbols);
+      return;
+    }
     const __m256i base = _mm256_set1_epi8(static_cast<char>(lo)), last = _mm256_set1_epi8(static_cast<char>(W - 1));
     __m256i zeros = _mm256_setzero_si256();
     unsigned n = 0;
-    std::uint64_t outside = 0;
     for (const std::uint64_t stop = g + std::min<std::uint64_t>(batch, groups - g); g < stop; ++g) {
       if (codec_detail::in_zero_group(shape, g)) continue;
       if (format::group_lanes(m, g) < format::group_elems) {
         count_group(g);
+        seen += format::group_lanes(m, g);
         continue;
       }
       const __m256i b = symbol_bytes(in + g * format::group_elems * L::elem_size);
@@ -222,10 +226,10 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
         const std::uint8_t* p = in + g * format::group_elems * L::elem_size;
         for (unsigned o = out; o != 0; o &= o - 1)
           ++counts[S::symbol(format::load_le<bits_type>(p + L::elem_size * lane_of[_tzcnt_u32(o)]))];
-        outside += static_cast<unsigned>(_mm_popcnt_u32(out));
       }
       _mm256_store_si256(buf + n++, d);
     }
+    seen += std::uint64_t(format::group_elems) * n;
     counts[0] += sum_bytes(zeros);
     for (unsigned j = 0; j < W; j += P) {
       __m256i acc[P], want[P];
@@ -236,12 +240,6 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
       }
       for (unsigned k = 0; k < P; ++k) counts[lo + j + k] += sum_bytes(acc[k]);
     }
-    // more than 1/32 of the elements outside: the misses' branches cost more than the tables
-    if (32 * outside > std::uint64_t(format::group_elems) * n) {
-      avx2::add_exponent_counts<E>(in, m, shape, g, counts, rans::symbols);
-      return;
-    }
-    lo = window(&held);
   }
 }
 
