@@ -491,15 +491,27 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     check(testing::random_bits<E>(m, m + 1));
     // one symbol everywhere (1024 per byte lane of the counters in a full chunk), at either end
     for (unsigned s : {0u, 1u, 120u, 255u}) check(std::vector<bits>(m, with_symbol(s)));
-    // low symbols (the window's start held at 1), symbols near 255, and zeros among them
+    // low symbols (the AVX-512 window's start held at 1), symbols near 255, and zeros among them
+    // (twenty symbols: the AVX2 counter, fourteen wide, hands these to its tables)
     for (unsigned base : {0u, 3u, 236u}) {
       std::vector<bits> v(m);
       for (auto& x : v) x = with_symbol(rng() % 8 == 0 ? 0u : base + static_cast<unsigned>(rng() % 20));
       check(v);
     }
+    // the same within fourteen symbols, which the AVX2 window holds at either end (1 and 242:
+    // symbol 0 one past its last counter there, symbol 241 a byte of 255 below it)
+    for (unsigned base : {1u, 242u}) {
+      std::vector<bits> v(m);
+      for (auto& x : v) {
+        const auto r = rng() % 64;
+        x = with_symbol(r < 8 ? 0u : r == 8 && base > 1 ? base - 1 : base + static_cast<unsigned>(rng() % 14));
+      }
+      check(v);
+    }
     // the first quarter's symbols around 60 (the window set from the first group), the rest
-    // around 200 (the window moves there), a few far out; and with every other row of 128
-    // elements zero
+    // around 200 (the AVX-512 window moves there; the AVX2 count, whose best window misses a
+    // quarter of what it has counted after its third batch, hands the rest to its tables), a few
+    // far out; and with every other row of 128 elements zero
     std::vector<bits> v(m);
     for (std::uint64_t i = 0; i < m; ++i)
       v[i] = with_symbol(rng() % 50 == 0 ? static_cast<unsigned>(rng() % 256)
@@ -510,6 +522,21 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     check(v);
     // zero groups first, where the AVX2 counter counts groups one by one to place its window
     for (std::uint64_t i = 0; i < m / 4; ++i) v[i] = 0;
+    check(v);
+    // the body's first four groups around 60 and the rest around 200: the AVX2 window moves after
+    // its first batch, whose symbols miss it all, and keeps its counters; with a zero group among
+    // the first four groups too (the first 64 elements, and every other row of 128 after them)
+    for (std::uint64_t i = 0; i < m; ++i)
+      v[i] = with_symbol((i < 128 ? 60u : 200u) + static_cast<unsigned>(rng() % (i < 128 ? 4 : 12)));
+    check(v);
+    for (std::uint64_t i = 0; i < m; ++i)
+      if (i < 64 || (i >= 256 && (i / 128) % 2 == 1)) v[i] = 0;
+    check(v);
+    // one symbol outside the window in each group, at lane g % 32 (the AVX2 count finds its
+    // element by the lane behind each byte of its packed register)
+    for (std::uint64_t i = 0; i < m; ++i)
+      v[i] = with_symbol(i % 32 == (i / 32) % 32 ? 30u + static_cast<unsigned>((i / 32) % 50)
+                                                 : 120u + static_cast<unsigned>(rng() % 10));
     check(v);
     // a window's symbols in the first half, random bits after (the AVX2 counter hands over to its
     // tables in the middle)

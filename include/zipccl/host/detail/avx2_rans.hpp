@@ -126,19 +126,20 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
 }
 
 // The exact counts of a body's symbols, bf16 and fp32 (the exponent byte), for plan_chunk (fp16's
-// high bytes, 51-120 values a chunk, take avx2::byte_histogram). The first four groups are counted
-// one by one; then, per batch of up to 255 full groups (as many as a byte counter holds), each
+// high bytes, 51-120 values a chunk, take avx2::byte_histogram). The body's first four groups (zero
+// groups skipped) are counted one by one; then, per batch of up to 255 full groups (as many as a byte counter holds), each
 // group's 32 symbols are made bytes in one register (in whatever order the packs leave them),
 // less the window's first symbol lo, and stored to a stack buffer; symbol 0 (zeros, subnormals) is
 // counted there by a compare, and the symbols outside the window lo .. lo + 13 one by one from
 // memory. Two passes over the buffer then count the window's fourteen symbols, seven registers of
 // byte counters a pass (a compare and a subtract per symbol and group). The window is placed
 // before the first batch and after each on the fourteen busiest symbols of 1..255 so far. Where
-// even that window misses more than 1/32 of the elements counted so far (symbols spread wider
-// than any window, e.g. random bits), the rest of the body goes to avx2::add_exponent_counts,
-// whose tables are faster then than the misses' branches. (The test is on the best window over
-// everything counted, not on the misses of the last batch: a window placed from the first four
-// groups can miss much of a gradient chunk's first batch, and then moves.) On Zen 3 0.16-0.18 ns
+// even that window misses more than 1/32 of the elements counted so far, symbol 0 apart (more than
+// a quarter after the first four groups alone; symbols spread wider than any window, e.g. random
+// bits), the rest of the body goes to avx2::add_exponent_counts, whose tables are faster then
+// than the misses' branches. (The test is on the best window over everything counted, not on the
+// misses of the last batch: a window placed from the first four groups can miss much of a
+// gradient chunk's first batch, and then moves.) On Zen 3 0.16-0.18 ns
 // an element for bf16 against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The AVX2 symbol
 // counts"); one pass of fourteen counters, or the compares in the first loop, ran out of
 // registers under GCC 12 and was slower.
@@ -149,7 +150,7 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
   using bits_type = typename E::bits_type;
   using S = rans::split<E>;
   constexpr unsigned W = 14, P = 7, batch = 255, first_groups = 4;
-  static_assert(W % P == 0 && rans::symbols - W >= W, "count_symbols: symbol 0 must fall outside every window");
+  static_assert(W % P == 0, "count_symbols: whole passes");
   for (unsigned v = 0; v < rans::symbols; ++v) counts[v] = 0;
   const std::uint64_t groups = (m + format::group_elems - 1) / format::group_elems;
   const auto count_group = [&](std::uint64_t g) {  // one by one
@@ -184,6 +185,7 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
     return static_cast<std::uint32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
   };
   // the window: the first of the W consecutive symbols of 1..255 with the largest count so far
+  // (lo in 1 .. 256 - W, so symbol 0's byte less lo, 256 - lo, is W or more: never in the window)
   const auto window = [&](std::uint64_t* held) {
     unsigned lo = 1;
     std::uint64_t best = 0, run = 0;
@@ -196,14 +198,16 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
     return lo;
   };
   std::uint64_t g = 0, seen = 0, held = 0;  // seen: the elements counted so far
-  for (; g < groups && g < first_groups; ++g)
-    if (!codec_detail::in_zero_group(shape, g)) count_group(g), seen += format::group_lanes(m, g);
+  for (unsigned first = 0; g < groups && first < first_groups; ++g)  // (the body's first groups)
+    if (!codec_detail::in_zero_group(shape, g)) count_group(g), seen += format::group_lanes(m, g), ++first;
   alignas(32) __m256i buf[batch];
-  while (g < groups) {
+  for (std::uint64_t share = 4; g < groups; share = 32) {
     const unsigned lo = window(&held);
+    assert(lo >= 1 && lo <= rans::symbols - W);
     // more than 1/32 of the elements so far outside the best window (and not 0): the misses'
-    // branches would cost more than the tables
-    if (32 * (seen - held - counts[0]) > seen) {
+    // branches would cost more than the tables. (After the first groups alone, more than a
+    // quarter: a few outliers there must not cost a chunk its counters.)
+    if (share * (seen - held - counts[0]) > seen) {
       avx2::add_exponent_counts<E>(in, m, shape, g, counts, rans::symbols);
       return;
     }
