@@ -1,6 +1,7 @@
 // Host codec throughput and ratio, single-threaded, side by side with zstd and memcpy.
 //
 //   build/bin/bench_host_codec --benchmark_min_time=0.5
+//   build/bin/bench_host_codec --benchmark_filter=symbol_counts   (AVX2 builds: the rANS symbol counts alone)
 //
 // Counters: bytes_per_second counts input bytes (uncompressed size for both directions);
 // `ratio` is uncompressed / compressed; `of_memcpy` is the throughput as a fraction of a plain
@@ -11,10 +12,12 @@
 #include <zstd.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <zipccl/collective/detail/fixed_wire.hpp>
@@ -282,6 +285,28 @@ void bm_memcpy(benchmark::State& state, const dataset* d) {
   finish(state, *d, d->bytes.size());
 }
 
+#if ZIPCCL_HAS_AVX2
+// The AVX2 rANS encoder's symbol counts alone (bf16, fp32), over the dataset's elements in chunks of
+// the default size, as plan_chunk takes them: the window of byte counters (count_symbols), or the
+// eight partial tables it replaced and hands over to (byte_histogram; docs/PERFORMANCE.md, "The
+// AVX2 symbol counts").
+template <class E, bool Window>
+void bm_symbol_counts(benchmark::State& state, const dataset* d) {
+  const std::uint64_t n = d->bytes.size() / sizeof(typename E::bits_type), chunk = format::default_chunk_elems;
+  std::uint32_t counts[codec_detail::rans::symbols];
+  for (auto _ : state) {
+    for (std::uint64_t first = 0; first < n; first += chunk) {
+      const std::uint64_t m = std::min(chunk, n - first);
+      const std::uint8_t* in = d->bytes.data() + first * sizeof(typename E::bits_type);
+      if constexpr (Window) host::detail::avx2::rans_simd::count_symbols<E>(in, m, codec_detail::dense_body(m), counts);
+      else host::detail::avx2::byte_histogram<E, false>(in, m, codec_detail::dense_body(m), counts, codec_detail::rans::symbols);
+      benchmark::DoNotOptimize(counts);
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(d->bytes.size()));
+}
+#endif
+
 template <class E>
 void register_for(const std::string& label, const dataset& d) {
   const std::string p = std::string(E::name) + "/" + label + "/";
@@ -304,6 +329,12 @@ void register_for(const std::string& label, const dataset& d) {
   reg("fixed_wire/analytic", [&d](benchmark::State& s) { bm_fixed_wire<A>(s, &d); });
   reg("fixed_wire/histogram", [&d](benchmark::State& s) { bm_fixed_wire<H>(s, &d); });
   reg("fixed_wire/entropy", [&d](benchmark::State& s) { bm_fixed_wire<R>(s, &d); });
+#if ZIPCCL_HAS_AVX2
+  if constexpr (!std::is_same_v<E, fp16>) {
+    reg("symbol_counts/window", [&d](benchmark::State& s) { bm_symbol_counts<E, true>(s, &d); });
+    reg("symbol_counts/tables", [&d](benchmark::State& s) { bm_symbol_counts<E, false>(s, &d); });
+  }
+#endif
 #if ZIPCCL_BENCH_ZSTD
   for (int level : {1, 3}) {
     reg("zstd" + std::to_string(level) + "/compress", [&d, level](benchmark::State& s) { bm_zstd_compress(s, &d, level); });
