@@ -126,23 +126,24 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
 }
 
 // The exact counts of a body's symbols, bf16 and fp32 (the exponent byte), for plan_chunk (fp16's
-// high bytes, 51-120 values a chunk, take avx2::byte_histogram). The body's first four groups (zero
-// groups skipped) are counted one by one; then, per batch of up to 255 full groups (as many as a byte counter holds), each
-// group's 32 symbols are made bytes in one register (in whatever order the packs leave them),
-// less the window's first symbol lo, and stored to a stack buffer; symbol 0 (zeros, subnormals) is
-// counted there by a compare, and the symbols outside the window lo .. lo + 13 one by one from
-// memory. Two passes over the buffer then count the window's fourteen symbols, seven registers of
-// byte counters a pass (a compare and a subtract per symbol and group). The window is placed
-// before the first batch and after each on the fourteen busiest symbols of 1..255 so far. Where
+// high bytes, 51-120 values a chunk, take avx2::byte_histogram). The body's first four groups
+// (zero groups skipped) are counted one by one; then, per batch of up to 255 full groups (as many
+// as a byte counter holds), each group's 32 symbols are made bytes in one register (in whatever
+// order the packs leave them), less the window's first symbol lo, and stored to a stack buffer;
+// symbol 0 (zeros, subnormals) is counted there by a compare, and the symbols outside the window
+// lo .. lo + 13 one by one from memory. Two passes over the buffer then count the window's
+// fourteen symbols, seven registers of byte counters a pass (a compare and a subtract per symbol
+// and group). The window is placed before the first batch and after each on the fourteen busiest
+// symbols of 1..255 so far. Where
 // even that window misses more than 1/32 of the elements counted so far, symbol 0 apart (more than
 // a quarter after the first four groups alone; symbols spread wider than any window, e.g. random
 // bits), the rest of the body goes to avx2::add_exponent_counts, whose tables are faster then
 // than the misses' branches. (The test is on the best window over everything counted, not on the
 // misses of the last batch: a window placed from the first four groups can miss much of a
-// gradient chunk's first batch, and then moves.) On Zen 3 0.16-0.18 ns
-// an element for bf16 against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The AVX2 symbol
-// counts"); one pass of fourteen counters, or the compares in the first loop, ran out of
-// registers under GCC 12 and was slower.
+// gradient chunk's first batch, and then moves.) On Zen 3 0.16-0.18 ns an element for bf16
+// against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The AVX2 symbol counts"); one pass of
+// fourteen counters, or the compares in the first loop, ran out of registers under GCC 12 and was
+// slower.
 template <class E>
 void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint32_t* counts) {
   static_assert(!std::is_same_v<E, fp16>, "count_symbols: fp16's symbols fill no window of fourteen");
