@@ -125,6 +125,23 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
   return _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(c), d, 1), _mm_insert_epi64(_mm_cvtsi64_si128(a), b, 1));
 }
 
+// The first of the W consecutive symbols of 1..255 whose counts sum highest (the first such
+// window), in 1 .. 256 - W: never symbol 0, which the vector counters count apart; *held is their
+// sum. The window of the symbol counters here and in avx512_rans.hpp.
+template <unsigned W>
+unsigned busiest_window(const std::uint32_t* counts, std::uint64_t* held) {
+  static_assert(W >= 1 && W < rans::symbols, "busiest_window: a window inside 1..255");
+  unsigned lo = 1;
+  std::uint64_t best = 0, run = 0;
+  for (unsigned v = 1; v < rans::symbols; ++v) {  // run: the counts of v - W + 1 .. v
+    run += counts[v];
+    if (v > W) run -= counts[v - W];
+    if (v >= W && run > best) best = run, lo = v - W + 1;
+  }
+  *held = best;
+  return lo;
+}
+
 // The exact counts of a body's symbols, bf16 and fp32 (the exponent byte), for plan_chunk (fp16's
 // high bytes, 51-120 values a chunk, take avx2::byte_histogram). The body's first four groups
 // (zero groups skipped) are counted one by one; then, per batch of up to 255 full groups (as many
@@ -185,25 +202,13 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
     const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
     return static_cast<std::uint32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1));
   };
-  // the window: the first of the W consecutive symbols of 1..255 with the largest count so far
-  // (lo in 1 .. 256 - W, so symbol 0's byte less lo, 256 - lo, is W or more: never in the window)
-  const auto window = [&](std::uint64_t* held) {
-    unsigned lo = 1;
-    std::uint64_t best = 0, run = 0;
-    for (unsigned v = 1; v < rans::symbols; ++v) {  // run: the counts of v - W + 1 .. v
-      run += counts[v];
-      if (v > W) run -= counts[v - W];
-      if (v >= W && run > best) best = run, lo = v - W + 1;
-    }
-    *held = best;
-    return lo;
-  };
   std::uint64_t g = 0, seen = 0, held = 0;  // seen: the elements counted so far
   for (unsigned first = 0; g < groups && first < first_groups; ++g)  // (the body's first groups)
     if (!codec_detail::in_zero_group(shape, g)) count_group(g), seen += format::group_lanes(m, g), ++first;
   alignas(32) __m256i buf[batch];
   for (std::uint64_t share = 4; g < groups; share = 32) {
-    const unsigned lo = window(&held);
+    // (lo in 1 .. 256 - W, so symbol 0's byte less lo, 256 - lo, is W or more: never in the window)
+    const unsigned lo = busiest_window<W>(counts, &held);
     assert(lo >= 1 && lo <= rans::symbols - W);
     // more than 1/32 of the elements so far outside the best window (and not 0): the misses'
     // branches would cost more than the tables. (After the first groups alone, more than a

@@ -361,14 +361,8 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
     zeros = _mm512_setzero_si512();
     filled = 0;
     if (8 * outside > counted) {  // more than 1/8 outside: the busiest sixteen (of 1..255) so far
-      std::uint64_t best = 0, run = 0;
-      unsigned at = 1;
-      for (unsigned v = 1; v < rans::symbols; ++v) {  // run: the counts of v - W + 1 .. v
-        run += counts[v];
-        if (v > W) run -= counts[v - W];
-        if (v >= W && run > best) best = run, at = v - W + 1;
-      }
-      lo = at;
+      std::uint64_t held;
+      lo = avx2::rans_simd::busiest_window<W>(counts, &held);
     }
     outside = counted = 0;
   };
