@@ -1430,6 +1430,50 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
 // (the device test compares its bytes with these: test_cuda_codec.cu). (Catch2 2.13 indents a
 // failing test's name after its first ": " and throws std::out_of_range, hiding the failure,
 // where that comes past the console's 80 columns: keep such names short before the colon.)
+// The groups that decode a rANS body's last stream words (fewer than 32 left) take the vector
+// kernels from a copy of those words (stream_tail), not from the chunk. A chunk that lacks its
+// last k words (its word count cut by k, its span and buffer to match: the stream's padding after
+// it, zeros, is all that follows it in the buffer; check value resealed) runs out there: every
+// path says corrupt, as the reference does, and (in the sanitizer build) none reads past the
+// buffer, not even in the groups after the one that ran out. Dense bodies, and bodies with zero
+// symbols (every eleventh element zero).
+TEMPLATE_TEST_CASE("a rANS stream that runs out in its last words", "[host][simd]", bf16, fp16, fp32) {
+  using E = TestType;
+  using RL = codec_detail::rans::layout<E>;
+  const std::uint64_t m = 8192;
+  for (bool zeros : {false, true}) {
+    auto v = testing::make_tensor<E>(m, 0.02, testing::distribution::gaussian, 9);
+    if (zeros)
+      for (std::uint64_t i = 0; i < m; i += 11) v[i] = 0;
+    const auto chunk = entropy_chunk<E>(v);
+    format::chunk_header h;
+    codec_detail::body_shape body;
+    REQUIRE(codec_detail::check_chunk<E>(chunk.data(), chunk.size(), m, false, &h, &body) == status::success);
+    REQUIRE(format::mode_is_rans(h.mode));
+    REQUIRE(format::mode_has_zero_symbols(h.mode) == zeros);
+    REQUIRE(h.escapes > 40);
+    compare_decoders<E>(chunk, chunk.size(), m, false);
+    const codec_detail::rans_sections<E> sec(chunk.data(), h, body);
+    const std::uint64_t stream = static_cast<std::uint64_t>(sec.stream - chunk.data());
+    for (std::uint32_t k : {1u, 2u, 3u, 8u, 17u, 31u, 32u, 33u}) {
+      INFO((zeros ? "zero symbols, " : "dense, ") << k << " words cut");
+      format::chunk_header g = h;
+      g.escapes -= k;
+      std::vector<std::uint8_t> cut(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(RL::chunk_bytes(
+                                                                      sec.rests, body.base, sec.nsym, g.escapes)));
+      std::fill(cut.begin() + static_cast<std::ptrdiff_t>(stream + 2 * g.escapes), cut.end(), 0);
+      format::write_chunk_header(cut.data(), g);
+      reseal(cut, m);
+      format::chunk_header checked;
+      codec_detail::body_shape shape;
+      REQUIRE(codec_detail::check_chunk<E>(cut.data(), cut.size(), m, false, &checked, &shape) == status::success);
+      std::vector<std::uint8_t> back(m * format::chunk_layout<E>::elem_size);
+      REQUIRE(codec_detail::decode_chunk<E>(cut.data(), cut.size(), m, false, back.data()) == status::corrupt);
+      compare_decoders<E>(cut, cut.size(), m, false);
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("rANS edge chunks: every host path writes the reference's bytes", "[host][simd]", bf16, fp16, fp32) {
   using E = TestType;
   using Codec = codec<E, codebook::entropy>;

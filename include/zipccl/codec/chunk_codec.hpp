@@ -140,6 +140,16 @@ ZIPCCL_HOST_DEVICE bool in_zero_group(const body_shape& shape, std::uint64_t g) 
          format::zero_bit(shape.zero_mask, g * format::group_elems / format::zero_group_elems);
 }
 
+// The first 32-element group from g on, below end, that lies in a zero group of `shape`'s mask;
+// end where none does (at once for a body without a mask). The vector decoders bound a run of
+// kernel groups by it, so that the run's loop tests only its end.
+ZIPCCL_HOST_DEVICE std::uint64_t next_zero_group(const body_shape& shape, std::uint64_t g, std::uint64_t end) {
+  if (shape.zero_mask == nullptr) return end;
+  for (; g < end; ++g)
+    if (in_zero_group(shape, g)) return g;
+  return end;
+}
+
 // Decides a chunk's shape for the encoder: with zero_masks, the chunk's zero mask is written at
 // out + 16 and used when format's rule says it pays (chunk_layout::zero_mask_pays); otherwise the
 // body is the whole chunk (and the body's bytes later overwrite whatever was written at out + 16).
