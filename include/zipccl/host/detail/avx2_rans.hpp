@@ -713,10 +713,18 @@ struct decode_rank_kernel {
   // (fp32) rest words at `rest_words`, in lane order.
   ZIPCCL_ALWAYS_INLINE void values(__m256i r, const std::uint8_t* bytes, const std::uint8_t* rest_words,
                                    std::uint8_t* out) const {
-    const __m256i s = word_bytes(symbol, r, _mm256_slli_epi16(r, 3));
-    // the rest bytes in s's order (lanes 0..7 are s's bytes 0..7, 8..15 its bytes 16..23, 16..23
-    // its bytes 8..15)
+    // the rest bytes in the ranks' order (lanes 0..7 are r's bytes 0..7, 8..15 its bytes 16..23,
+    // 16..23 its bytes 8..15)
     const __m256i rb = _mm256_permute4x64_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)), 0xD8);
+    join<false>(word_bytes(symbol, r, _mm256_slli_epi16(r, 3)), rb, rest_words, _mm256_setzero_si256(),
+                _mm256_setzero_si256(), out);
+  }
+  // Stores the 32 values of symbols s and rest bytes rb (both in vpackuswb order) and (fp32) rest
+  // words at rest_words (in lane order) at out. With Zeros, the lanes whose byte of `zeros` is set
+  // are +0.0, or -0.0 where their byte of `neg` is set too (their rests are zeros).
+  template <bool Zeros>
+  ZIPCCL_ALWAYS_INLINE static void join(__m256i s, __m256i rb, const std::uint8_t* rest_words, __m256i zeros, __m256i neg,
+                                        std::uint8_t* out) {
     for (int h = 0; h < 2; ++h) {  // lanes 16h .. 16h + 15, in order
       __m256i v;
       if constexpr (std::is_same_v<E, fp16>) {  // symbol << 8 | rest byte
@@ -725,6 +733,13 @@ struct decode_rank_kernel {
         const __m256i rr = h == 0 ? _mm256_unpacklo_epi8(rb, rb) : _mm256_unpackhi_epi8(rb, rb);
         const __m256i ss = h == 0 ? _mm256_unpacklo_epi8(s, _mm256_setzero_si256()) : _mm256_unpackhi_epi8(s, _mm256_setzero_si256());
         v = _mm256_or_si256(_mm256_and_si256(rr, _mm256_set1_epi16(static_cast<short>(0x807F))), _mm256_slli_epi16(ss, 7));
+      }
+      if constexpr (Zeros) {  // (their high halves: 0, or the sign alone)
+        const __m256i z16 = h == 0 ? _mm256_unpacklo_epi8(zeros, zeros) : _mm256_unpackhi_epi8(zeros, zeros);
+        const __m256i n16 = h == 0 ? _mm256_unpacklo_epi8(neg, neg) : _mm256_unpackhi_epi8(neg, neg);
+        v = _mm256_or_si256(_mm256_andnot_si256(z16, v), _mm256_and_si256(n16, _mm256_set1_epi16(static_cast<short>(0x8000))));
+      } else {
+        (void)zeros, (void)neg;
       }
       if constexpr (std::is_same_v<E, fp32>) {  // each high half above its rest word
         const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rest_words + 32 * h));
@@ -754,6 +769,51 @@ struct decode_rank_kernel {
     b.refill(sb, stream[1], next[1]);
     a.values(sa.r, bytes[0], rest_words[0], out[0]);
     b.values(sb.r, bytes[1], rest_words[1], out[1]);
+  }
+};
+
+// The rank decoder's kernel of a full group of a body with zero symbols zp and zn (bf16, fp32:
+// decode_zeros_kernel::run takes it where a rank_table holds the table as decode_rank_kernel's
+// classes do): the states and ranks as decode_rank_kernel's, the lanes that decode zp or zn +0.0
+// or -0.0, and the others the rests stored together from rest index *rest on, eight lanes at a
+// time by rest_tables' spread tables, in lane order (as decode_zeros_kernel spreads them). Needs
+// 32 rests left (eight lanes read 8 rest bytes and 8 rest words from their first rest on).
+template <class E, unsigned Crowded>
+struct decode_rank_zeros_kernel : decode_rank_kernel<E, Crowded> {
+  using base = decode_rank_kernel<E, Crowded>;
+  __m256i zp, zn;
+  decode_rank_zeros_kernel(const rank_table& t, const rans::zero_symbols& z)
+      : base(t), zp(_mm256_set1_epi8(static_cast<char>(z.pos))), zn(_mm256_set1_epi8(static_cast<char>(z.neg))) {}
+  ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest,
+                                  const std::uint8_t* stream, std::uint64_t* next, std::uint8_t* out) {
+    const __m256i r = this->step(stream, next);
+    const __m256i s = this->word_bytes(base::symbol, r, _mm256_slli_epi16(r, 3));
+    const __m256i neg = _mm256_cmpeq_epi8(s, zn), zeros = _mm256_or_si256(_mm256_cmpeq_epi8(s, zp), neg);
+    // the lanes with rests, a bit each in vpackuswb order (lanes 0..7 in bits 0..7, 16..23 in
+    // 8..15, 8..15 in 16..23, 24..31 in 24..31), and per eight lanes in lane order their mask and
+    // the rest index of their first rest
+    const unsigned live = ~static_cast<unsigned>(_mm256_movemask_epi8(zeros));
+    const unsigned m[4] = {live & 0xFFu, (live >> 16) & 0xFFu, (live >> 8) & 0xFFu, live >> 24};
+    std::uint64_t at[4];
+    at[0] = *rest;
+    for (int k = 1; k < 4; ++k) at[k] = at[k - 1] + static_cast<unsigned>(_mm_popcnt_u32(m[k - 1]));
+    *rest = at[3] + static_cast<unsigned>(_mm_popcnt_u32(m[3]));
+    const rest_tables& rt = this->rt;
+    __m128i b[4];
+    for (int k = 0; k < 4; ++k)
+      b[k] = _mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes + at[k])),
+                              _mm_load_si128(reinterpret_cast<const __m128i*>(rt.spread_bytes[m[k]])));
+    // (the rest bytes in vpackuswb order: lanes 0..7, 16..23 in the low half, 8..15, 24..31 in the high)
+    const __m256i rb = _mm256_set_m128i(_mm_unpacklo_epi64(b[1], b[3]), _mm_unpacklo_epi64(b[0], b[2]));
+    alignas(32) std::uint8_t spread_words[std::is_same_v<E, fp32> ? 64 : 1];
+    if constexpr (std::is_same_v<E, fp32>)
+      for (int k = 0; k < 4; ++k)
+        _mm_store_si128(reinterpret_cast<__m128i*>(spread_words + 16 * k),
+                        _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 2 * at[k])),
+                                         _mm_load_si128(reinterpret_cast<const __m128i*>(rt.spread_words[m[k]]))));
+    else
+      (void)words;
+    base::template join<true>(s, rb, spread_words, zeros, neg, out);
   }
 };
 
@@ -926,8 +986,16 @@ struct decode_zeros_kernel : decode_kernel<E> {
       : decode_kernel<E>(table), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(z.pos))),
         zn(_mm256_set1_epi32(static_cast<int>(z.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  // Runs f with the kernel for table t: decode_rank_zeros_kernel for bf16 and fp32 where a
+  // rank_table holds t with at most 32 symbols and 2 or 4 crowded buckets (zp and zn among them),
+  // else this one.
   template <class F>
   ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, const rans::zero_symbols& z, F&& f) {
+    if constexpr (!std::is_same_v<E, fp16>) {
+      const rank_table rt(t, 32);
+      if (rt.holds(32, 2)) return f(decode_rank_zeros_kernel<E, 2>(rt, z));
+      if (rt.holds(32, 4)) return f(decode_rank_zeros_kernel<E, 4>(rt, z));
+    }
     return f(decode_zeros_kernel(t, z));
   }
   void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest, const std::uint8_t* stream,
