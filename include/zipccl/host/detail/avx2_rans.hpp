@@ -4,8 +4,9 @@
 // without zero symbols whose table has at most 32 symbols and 4 crowded buckets (rank_table; the
 // bf16 and fp32 chunks of real tensors), and of two such bodies of any type in one loop
 // (decode_rans_pair), is decode_rank_kernel: the 32 states as sixteen-lane registers of 16-bit
-// halves, a slot's rank from byte tables by vpshufb, no lookup per lane. Otherwise (fp16 alone,
-// larger tables, bodies with zero symbols) the states are four registers of eight 32-bit states.
+// halves, a slot's rank from byte tables by vpshufb, no lookup per lane; a bf16 or fp32 body with
+// zero symbols whose table it holds so takes decode_rank_zeros_kernel, the same steps. Otherwise
+// (fp16 alone, larger tables) the states are four registers of eight 32-bit states.
 // One step of a register:
 //   decoder  slot = x & 4095; the slot words by eight scalar loads (bf16, fp16: faster than a
 //            gather on Zen 3) or one gather (fp32); x = freq * (x >> 12) + offset; the lanes
@@ -22,10 +23,12 @@
 // Registers are taken in the order the reference takes lanes (the decoder lane 0 first, the
 // encoder lane 31 first), so the words land where the reference puts them. The group loops
 // (encode_chunk_with, decode_body_with) take the kernel of a full group as a parameter, so the
-// AVX-512 kernels (avx512_rans.hpp) share them. Short groups, groups
-// near the end of the stream and chunks whose stream comes close to the stored size go through
-// the reference's own group functions, so the bytes out of the encoder, and the values and
-// statuses out of the decoder, are those of codec_detail (test_host_simd compares them). Bodies
+// AVX-512 kernels (avx512_rans.hpp) share them. Short groups, the decoder's groups of bodies with
+// zero symbols that have fewer than 32 rests left, and the encoder's groups of chunks whose stream
+// comes close to the stored size go through the reference's own group functions (the decoder's
+// groups with fewer than 32 stream words left take the kernel from a copy of them: stream_tail),
+// so the bytes out of the encoder, and the values and statuses out of the decoder, are those of
+// codec_detail (test_host_simd compares them). Bodies
 // with zero symbols (enough elements +0.0 or -0.0, rans::zeros_pay: sparse data) take
 // encode_zeros_kernel and decode_zeros_kernel (on AVX-512 machines avx512_rans.hpp's own): the
 // zeros' lanes are found by comparing symbols (decoder) or elements (encoder) with the zero
@@ -774,21 +777,27 @@ struct decode_rank_kernel {
 
 // The rank decoder's kernel of a full group of a body with zero symbols zp and zn (bf16, fp32:
 // decode_zeros_kernel::run takes it where a rank_table holds the table as decode_rank_kernel's
-// classes do): the states and ranks as decode_rank_kernel's, the lanes that decode zp or zn +0.0
-// or -0.0, and the others the rests stored together from rest index *rest on, eight lanes at a
-// time by rest_tables' spread tables, in lane order (as decode_zeros_kernel spreads them). Needs
-// 32 rests left (eight lanes read 8 rest bytes and 8 rest words from their first rest on).
+// classes do): the states and ranks as decode_rank_kernel's, the lanes whose rank is zp's or zn's
+// +0.0 or -0.0, and the others the rests stored together from rest index *rest on, eight lanes at
+// a time by rest_tables' spread tables, in lane order (as decode_zeros_kernel spreads them).
+// Ranks, not symbols, are compared: a zero symbol the table lacks (z.neg may be 256) has rank
+// 0xFF here, which no lane's rank (below 32) takes. Needs 32 rests left (eight lanes read 8 rest
+// bytes and 8 rest words from their first rest on).
 template <class E, unsigned Crowded>
 struct decode_rank_zeros_kernel : decode_rank_kernel<E, Crowded> {
   using base = decode_rank_kernel<E, Crowded>;
-  __m256i zp, zn;
+  __m256i zp, zn;  // (the ranks of zp and zn, each byte; 0xFF where the table lacks the symbol)
+  static char rank_byte(const rank_table& t, std::uint32_t v) {
+    const unsigned r = t.rank_of(v);
+    return static_cast<char>(r < base::max_ranks ? r : 0xFFu);
+  }
   decode_rank_zeros_kernel(const rank_table& t, const rans::zero_symbols& z)
-      : base(t), zp(_mm256_set1_epi8(static_cast<char>(z.pos))), zn(_mm256_set1_epi8(static_cast<char>(z.neg))) {}
+      : base(t), zp(_mm256_set1_epi8(rank_byte(t, z.pos))), zn(_mm256_set1_epi8(rank_byte(t, z.neg))) {}
   ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* bytes, const std::uint8_t* words, std::uint64_t* rest,
                                   const std::uint8_t* stream, std::uint64_t* next, std::uint8_t* out) {
     const __m256i r = this->step(stream, next);
     const __m256i s = this->word_bytes(base::symbol, r, _mm256_slli_epi16(r, 3));
-    const __m256i neg = _mm256_cmpeq_epi8(s, zn), zeros = _mm256_or_si256(_mm256_cmpeq_epi8(s, zp), neg);
+    const __m256i neg = _mm256_cmpeq_epi8(r, zn), zeros = _mm256_or_si256(_mm256_cmpeq_epi8(r, zp), neg);
     // the lanes with rests, a bit each in vpackuswb order (lanes 0..7 in bits 0..7, 16..23 in
     // 8..15, 8..15 in 16..23, 24..31 in 24..31), and per eight lanes in lane order their mask and
     // the rest index of their first rest
@@ -1096,14 +1105,16 @@ ZIPCCL_ALWAYS_INLINE inline std::uint64_t kernel_run_end(const codec_detail::bod
 }
 
 // A body's last stream words, where fewer than 32 are left (`left`, from word `next` on), copied
-// and padded with zeros to 64 words. A kernel group reads at most 32 words from its cursor on:
-// from the stream itself it could read past the chunk's end, from this copy (cursor 0) it stays
-// inside. The groups that decode the last words (about a tenth of 32 words a group for bf16) take
-// the kernel this way rather than the reference's steps, which cost 2-3% of a bf16 chunk's
-// decoding on Zen 3. A group that takes more than `left` words (a corrupt stream: the reference
-// would run out) ends with its cursor past `left`, which the caller tests.
+// and padded with zeros to 32 words. A kernel group reads at most 32 words from its cursor on (the
+// AVX2 kernels 16 bytes from up to 24 words on, the AVX-512 ones 64 bytes from the cursor): from
+// the stream itself it could read past the chunk's end, from this copy (cursor 0, one copy a
+// group) it stays inside. The groups that decode the last words (bf16 takes about five words a
+// group, so about its last six) take the kernel this way rather than the reference's steps,
+// which cost 2-3% of a bf16 chunk's decoding on Zen 3. A group that takes more than `left` words
+// (a corrupt stream: the reference would run out) ends with its cursor past `left`, which the
+// caller tests.
 struct stream_tail {
-  alignas(64) std::uint8_t words[2 * 2 * rans::lanes];
+  alignas(64) std::uint8_t words[2 * rans::lanes];
   stream_tail(const std::uint8_t* stream, std::uint64_t next, std::uint64_t left) {
     assert(left < rans::lanes);
     std::memset(words, 0, sizeof words);

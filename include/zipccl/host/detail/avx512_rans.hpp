@@ -29,8 +29,9 @@
 // (vpexpandw). The encoder's window is placed on the other symbols, and the zero lanes' entries
 // are blended in from registers, so a register of zeros and values still avoids the gathers.
 // The group loop is the AVX2 one (avx2_rans.hpp), which takes the kernels as a parameter: short
-// groups, groups near the end of the stream and chunks whose stream comes close to the stored size
-// go through the reference's own group functions, so the bytes out of the encoder, and the values
+// groups, groups of bodies with zero symbols that have fewer than 32 rests left and chunks whose
+// stream comes close to the stored size go through the reference's own group functions (groups
+// with fewer than 32 stream words left take the kernel from a copy of them, stream_tail), so the bytes out of the encoder, and the values
 // and statuses out of the decoder, are those of codec_detail (test_host_simd_avx512 compares them,
 // on AVX-512 hardware, and test_host_simd_avx512_emulated on any x86 with AVX2).
 #pragma once
