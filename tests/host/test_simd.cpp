@@ -891,6 +891,27 @@ unsigned crowded_buckets(const std::vector<std::uint32_t>& cum, unsigned n) {
   return crowded;
 }
 
+// Zero symbols for a body of table rt (n symbols), as the rank tests pick them by trial: two of
+// the table's symbols, or one of them and a value it lacks (a body without zeros of one sign:
+// -0.0's past every symbol, 256, or +0.0's below a symbol), z.pos < z.neg as the header requires
+// (+0.0 at 0 and -0.0 at 256 where rt does not hold the table).
+codec_detail::rans::zero_symbols random_zero_symbols(std::mt19937& rng, const host::detail::rank_table& rt, unsigned n,
+                                                      int trial) {
+  codec_detail::rans::zero_symbols z;
+  z.on = true;
+  z.pos = rt.held ? rt.sym[rng() % n] : 0;
+  z.neg = trial % 2 && n > 1 && rt.held ? rt.sym[rng() % n] : 256;
+  if (z.neg == z.pos) z.neg = 256;
+  if (z.neg < z.pos) std::swap(z.pos, z.neg);
+  if (rt.held && trial % 5 == 4 && rt.sym[n - 1] > n - 1) {  // (the first value that is no symbol)
+    unsigned v = 0;
+    for (unsigned r = 0; r < n && rt.sym[r] == v; ++r) ++v;
+    z.pos = v;
+    z.neg = rt.sym[n - 1];
+  }
+  return z;
+}
+
 // 32 decoder states at random, 2^16 and 2^32 - 1 among them.
 void random_states(std::mt19937& rng, std::uint32_t (&x)[32]) {
   namespace rans = codec_detail::rans;
@@ -1086,22 +1107,8 @@ TEST_CASE("the AVX2 rank decoder finds every slot's symbol", "[host][simd]") {
     REQUIRE(simd::decode_kernel<bf16>::run(t, picked) == want);
     REQUIRE(simd::decode_kernel<fp32>::run(t, picked) == want);
     REQUIRE(simd::decode_kernel<fp16>::run(t, picked) == 0u);  // (a single fp16 body keeps the slot kernel)
-    // zero symbols: two of the table's symbols, or one of them and a value it lacks (-0.0's past
-    // every symbol, 256, or +0.0's below a symbol), z.pos < z.neg as the header requires; the
     // bodies with zero symbols take the rank steps in the same classes (fp16: the slot kernel)
-    const host::detail::rank_table rz(t, 32);
-    rans::zero_symbols z;
-    z.on = true;
-    z.pos = rz.held ? rz.sym[rng() % n] : 0;
-    z.neg = trial % 2 && n > 1 && rz.held ? rz.sym[rng() % n] : 256;
-    if (z.neg == z.pos) z.neg = 256;
-    if (z.neg < z.pos) std::swap(z.pos, z.neg);
-    if (rz.held && trial % 5 == 4 && rz.sym[n - 1] > n - 1) {  // (the first value that is no symbol)
-      unsigned v = 0;
-      for (unsigned r = 0; r < n && rz.sym[r] == v; ++r) ++v;
-      z.pos = v;
-      z.neg = rz.sym[n - 1];
-    }
+    const rans::zero_symbols z = random_zero_symbols(rng, host::detail::rank_table(t, 32), n, trial);
     REQUIRE(simd::decode_zeros_kernel<bf16>::run(t, z, picked) == want);
     REQUIRE(simd::decode_zeros_kernel<fp32>::run(t, z, picked) == want);
     REQUIRE(simd::decode_zeros_kernel<fp16>::run(t, z, picked) == 0u);
@@ -1402,21 +1409,7 @@ TEST_CASE("the AVX-512 rank decoder finds every slot's symbol", "[host][simd]") 
     const simd::rank_table rt(t);
     INFO("trial " << trial << ": " << n << " symbols, " << crowded << " crowded buckets");
     REQUIRE(rt.held == (n <= 128 && crowded <= 16));
-    // zero symbols: two of the table's symbols, or one of them and a value it lacks (a body
-    // without zeros of one sign: -0.0's past every symbol, or +0.0's below a symbol), z.pos <
-    // z.neg as the header requires
-    rans::zero_symbols z;
-    z.on = true;
-    z.pos = rt.held ? rt.sym[rng() % n] : 0;
-    z.neg = trial % 2 && n > 1 && rt.held ? rt.sym[rng() % n] : 256;
-    if (z.neg == z.pos) z.neg = 256;
-    if (z.neg < z.pos) std::swap(z.pos, z.neg);
-    if (rt.held && trial % 5 == 4 && rt.sym[n - 1] > n - 1) {  // (the first value that is no symbol)
-      unsigned v = 0;
-      for (unsigned r = 0; r < n && rt.sym[r] == v; ++r) ++v;
-      z.pos = v;
-      z.neg = rt.sym[n - 1];
-    }
+    const rans::zero_symbols z = random_zero_symbols(rng, rt, n, trial);
     // the kernel class each run picks: the smallest that holds the table (for a pair, the
     // smallest that holds both; the gather kernel where either table is beyond them)
     const auto picked = [](auto k) { return kernel_class<decltype(k)>::value; };
