@@ -931,17 +931,43 @@ struct decode_kernel {
   }
 };
 
+// The encoder's table for a bf16 or fp32 body with zero symbols: where no element but the zeros
+// has exponent 0 (no subnormals), the entries at the zeros' lookup indices (encode_table::lookup8:
+// sign and exponent, 0 for +0.0 and 256 for -0.0) are zp's and zn's, so that the kernel looks the
+// lanes up from the elements, as a dense body's kernel does (`from_elements`); else the plan's
+// table. On Zen 3 2-3% faster compression of the element-sparse bf16 and fp32 sets. (Not for
+// fp16, whose smallest subnormals share the zeros' high bytes 0x00 and 0x80: its element-sparse
+// set compressed 2-3% slower with the choice in the kernel.)
+struct zeros_encode_table {
+  encode_table table;
+  bool from_elements;
+  zeros_encode_table(const codec_detail::rans_plan& plan, const encode_table& t, bool may)
+      : table(t), from_elements(may && free_of_others(plan, 0)) {
+    if (!from_elements) return;
+    table.entry[0] = t.entry[plan.zero.pos];
+    table.entry[rans::symbols] = t.entry[plan.zero.neg];
+  }
+  // Whether only zeros, if anything, had symbol s as ordinary elements: s is a zero symbol (a
+  // value that was free) or no element of the body takes it.
+  static bool free_of_others(const codec_detail::rans_plan& plan, unsigned s) {
+    return s == plan.zero.pos || s == plan.zero.neg || plan.freq[s] == 0;
+  }
+};
+
 // Bodies with zero symbols (plan.zero / the header's): the encoder's kernel of a full group. The
 // zeros take the symbols zp and zn; the other lanes' rests are packed together (rest_tables) and
-// stored just below rest index *rest, which moves down past them.
+// stored just below rest index *rest, which moves down past them. The symbols are looked up from
+// the elements where zeros_encode_table::from_elements holds, else from a register of them.
 template <class E>
-struct encode_zeros_kernel : encode_kernel<E> {
+struct encode_zeros_kernel : private zeros_encode_table, encode_kernel<E> {
   const rest_tables& rt;
   __m256i zp, zn, neg0;
   encode_zeros_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
-      : encode_kernel<E>(t), rt(zero_tables()), zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))),
-        zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
+      : zeros_encode_table(plan, t, !std::is_same_v<E, fp16>),
+        encode_kernel<E>(zeros_encode_table::table), rt(zero_tables()),
+        zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))), zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
+  encode_zeros_kernel(const encode_zeros_kernel&) = delete;  // (the base's table reference is to its own table)
   // (inlined: GCC 12 made the fp32 kernel a call, 1.4x slower)
   ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint64_t* rest,
                                   std::uint8_t* out, std::uint64_t* top) {
@@ -959,14 +985,16 @@ struct encode_zeros_kernel : encode_kernel<E> {
         e[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v[k], 1));
       }
     }
+    const bool by_elements = !std::is_same_v<E, fp16> && this->from_elements;
     unsigned rests[4];
     for (int k = 0; k < 4; ++k) {
+      const __m256i is_pos = _mm256_cmpeq_epi32(e[k], _mm256_setzero_si256()), is_neg = _mm256_cmpeq_epi32(e[k], neg0);
+      rests[k] = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(is_pos, is_neg)))) & 0xFFu;
+      if (by_elements) continue;
       const __m256i s = std::is_same_v<E, fp32> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 23), _mm256_set1_epi32(0xFF))
                         : std::is_same_v<E, bf16> ? _mm256_and_si256(_mm256_srli_epi32(e[k], 7), _mm256_set1_epi32(0xFF))
                                                   : _mm256_srli_epi32(e[k], 8);
-      const __m256i is_pos = _mm256_cmpeq_epi32(e[k], _mm256_setzero_si256()), is_neg = _mm256_cmpeq_epi32(e[k], neg0);
       _mm256_store_si256(reinterpret_cast<__m256i*>(sym + 8 * k), _mm256_blendv_epi8(_mm256_blendv_epi8(s, zp, is_pos), zn, is_neg));
-      rests[k] = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(is_pos, is_neg)))) & 0xFFu;
     }
     // The registers' rests, the last register's first: each packed to the top of 8 bytes (16 for
     // the words) and stored so that it ends where the rests stored after it begin; the bytes below
@@ -974,10 +1002,10 @@ struct encode_zeros_kernel : encode_kernel<E> {
     // next group's. Where fewer than 8 rests would be left below the group's, into a buffer first.
     std::uint64_t r = *rest;
     alignas(16) std::uint8_t low_bytes[40], low_words[80];
-    const bool direct = r >= 40;
-    std::uint8_t* const to_bytes = direct ? bytes : low_bytes;
-    std::uint8_t* const to_words = direct ? words : low_words;
-    std::uint64_t end = direct ? r : 40;
+    const bool in_place = r >= 40;
+    std::uint8_t* const to_bytes = in_place ? bytes : low_bytes;
+    std::uint8_t* const to_words = in_place ? words : low_words;
+    std::uint64_t end = in_place ? r : 40;
     for (int k = 3; k >= 0; --k) {
       std::uint64_t b8;
       std::memcpy(&b8, all_bytes + 8 * k, 8);
@@ -991,7 +1019,7 @@ struct encode_zeros_kernel : encode_kernel<E> {
       }
       end -= static_cast<unsigned>(_mm_popcnt_u32(rests[k]));
     }
-    if (!direct) {
+    if (!in_place) {
       const std::uint64_t live = 40 - end;
       r -= live;
       std::memcpy(bytes + r, low_bytes + end, live);
@@ -1000,7 +1028,7 @@ struct encode_zeros_kernel : encode_kernel<E> {
       r = end;
     }
     *rest = r;
-    this->code(in, sym, out, top);
+    this->code(in, by_elements ? nullptr : sym, out, top);
   }
 };
 
