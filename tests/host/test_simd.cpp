@@ -560,10 +560,13 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     check(v);
   }
   // a body past 8192 groups, where the AVX2 zero count sums its 16-bit lane counters: all -0.0
-  // (each lane's counter at its most, 16384, at the sum), then +0.0 and -0.0 scattered
+  // (each lane's counter at its most, 16384, at the sum); all +0.0 but one element a group (no
+  // zero groups; every lane of +0.0's counters but one at 16384); +0.0 and -0.0 scattered
   const std::uint64_t big = 32ull * 8192 * 2 + 77;
   check(std::vector<bits>(big, S::negative_zero));
-  std::vector<bits> v(big);
+  std::vector<bits> v(big, bits(0));
+  for (std::uint64_t i = 0; i < big; i += format::group_elems) v[i] = with_symbol(100u);
+  check(v);
   for (auto& x : v) x = rng() % 3 == 0 ? (rng() % 2 ? S::negative_zero : bits(0)) : with_symbol(100u + static_cast<unsigned>(rng() % 9));
   check(v);
 }

@@ -347,7 +347,8 @@ struct alignas(64) encode_table {
   std::uint32_t freq_cum[rans::symbols];
   std::uint32_t rcp[rans::symbols];
   // freq_cum | rcp << 32 (the AVX2 kernel's scalar lookups), twice: entry[s] and entry[s + 256],
-  // so that bf16 and fp32 index it by sign and exponent (lookup8: one shift, no mask)
+  // so that bf16 and fp32 index it by sign and exponent (lookup8: one shift, no mask; in
+  // zeros_encode_table's copy, entries 0 and 256 may be zp's and zn's instead)
   std::uint64_t entry[2 * rans::symbols];
   explicit encode_table(const codec_detail::rans_plan& plan) {
     for (unsigned s = 0; s < rans::symbols; ++s) {
@@ -934,8 +935,9 @@ struct decode_kernel {
 // The encoder's table for a bf16 or fp32 body with zero symbols: where no element but the zeros
 // has exponent 0 (no subnormals), the entries at the zeros' lookup indices (encode_table::lookup8:
 // sign and exponent, 0 for +0.0 and 256 for -0.0) are zp's and zn's, so that the kernel looks the
-// lanes up from the elements, as a dense body's kernel does (`from_elements`); else the plan's
-// table. On Zen 3 2-3% faster compression of the element-sparse bf16 and fp32 sets. (Not for
+// lanes up from the elements, as a dense body's kernel does (`from_elements`); else the copy is
+// the plan's table as it is (6 KiB a chunk: by estimate under 0.1% of a 64 Ki-element chunk's
+// coding). On Zen 3 2-3% faster compression of the element-sparse bf16 and fp32 sets. (Not for
 // fp16, whose smallest subnormals share the zeros' high bytes 0x00 and 0x80: its element-sparse
 // set compressed 2-3% slower with the choice in the kernel.)
 struct zeros_encode_table {
@@ -957,7 +959,8 @@ struct zeros_encode_table {
 // Bodies with zero symbols (plan.zero / the header's): the encoder's kernel of a full group. The
 // zeros take the symbols zp and zn; the other lanes' rests are packed together (rest_tables) and
 // stored just below rest index *rest, which moves down past them. The symbols are looked up from
-// the elements where zeros_encode_table::from_elements holds, else from a register of them.
+// the elements where zeros_encode_table::from_elements holds, else from a stack array of them
+// (the zeros' blended in).
 template <class E>
 struct encode_zeros_kernel : private zeros_encode_table, encode_kernel<E> {
   const rest_tables& rt;
@@ -997,9 +1000,11 @@ struct encode_zeros_kernel : private zeros_encode_table, encode_kernel<E> {
       _mm256_store_si256(reinterpret_cast<__m256i*>(sym + 8 * k), _mm256_blendv_epi8(_mm256_blendv_epi8(s, zp, is_pos), zn, is_neg));
     }
     // The registers' rests, the last register's first: each packed to the top of 8 bytes (16 for
-    // the words) and stored so that it ends where the rests stored after it begin; the bytes below
-    // its rests are overwritten by the next register's store or, the first register's, by the
-    // next group's. Where fewer than 8 rests would be left below the group's, into a buffer first.
+    // the words) and stored so that it ends where the rests stored after it begin. The up to 8
+    // bytes below a register's rests are overwritten by the next register's store or, below the
+    // group's rests, by the groups coded after it (every rest index below the cursor is written
+    // exactly once more). Where the cursor is below 40 (a group has up to 32 rests, so fewer
+    // than 8 might be left below them), into a buffer first, and copied.
     std::uint64_t r = *rest;
     alignas(16) std::uint8_t low_bytes[40], low_words[80];
     const bool in_place = r >= 40;
