@@ -291,17 +291,14 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
       // scattered +0.0 and -0.0 (rANS: zero symbols from 32 zeros in a body on)
       compare_paths<TestType>(testing::make_element_sparse<E>(m, 0.5, 0.5, 0.03, m + 6), checksum);
       compare_paths<TestType>(testing::make_element_sparse<E>(m, 0.97, 0.3, 0.03, m + 7), checksum);
+      using bits = typename TestType::bits_type;
       // and with subnormals of both signs among them: other elements with the zeros' own symbol
       // (bf16 and fp32: exponent 0), which the AVX2 zeros encoder may then not look up as zeros
-      {
-        using bits = typename TestType::bits_type;
-        auto sub = testing::make_element_sparse<E>(m, 0.5, 0.5, 0.03, m + 8);
-        for (std::uint64_t i = 0; i < m; i += 41)
-          sub[i] = static_cast<bits>((i % 2 ? bits(bits{1} << (E::total_bits - 1)) : bits{0}) | (1u + i % 5));
-        compare_paths<TestType>(sub, checksum);
-      }
+      auto sub = testing::make_element_sparse<E>(m, 0.5, 0.5, 0.03, m + 8);
+      for (std::uint64_t i = 0; i < m; i += 41)
+        sub[i] = static_cast<bits>((i % 2 ? bits(bits{1} << (E::total_bits - 1)) : bits{0}) | (1u + i % 5));
+      compare_paths<TestType>(sub, checksum);
       auto odd = testing::make_tensor<E>(m, 0.03, testing::distribution::gaussian, m + 5);
-      using bits = typename TestType::bits_type;
       for (std::uint64_t i = 0; i < m; i += 97)
         odd[i] = static_cast<bits>((E::exponent_mask << E::mantissa_bits) | (i % 3 == 0 ? 1u : 0u) | (i % 2 ? 0u : (1u << (E::total_bits - 1))));
       compare_paths<TestType>(odd, checksum);

@@ -943,16 +943,13 @@ struct decode_kernel {
 struct zeros_encode_table {
   encode_table table;
   bool from_elements;
+  // (symbol 0 is the zeros' alone where it is a zero symbol, a value that was free, or no element
+  // takes it)
   zeros_encode_table(const codec_detail::rans_plan& plan, const encode_table& t, bool may)
-      : table(t), from_elements(may && free_of_others(plan, 0)) {
+      : table(t), from_elements(may && (plan.zero.pos == 0 || plan.zero.neg == 0 || plan.freq[0] == 0)) {
     if (!from_elements) return;
     table.entry[0] = t.entry[plan.zero.pos];
     table.entry[rans::symbols] = t.entry[plan.zero.neg];
-  }
-  // Whether only zeros, if anything, had symbol s as ordinary elements: s is a zero symbol (a
-  // value that was free) or no element of the body takes it.
-  static bool free_of_others(const codec_detail::rans_plan& plan, unsigned s) {
-    return s == plan.zero.pos || s == plan.zero.neg || plan.freq[s] == 0;
   }
 };
 
@@ -963,10 +960,11 @@ struct zeros_encode_table {
 // (the zeros' blended in).
 template <class E>
 struct encode_zeros_kernel : private zeros_encode_table, encode_kernel<E> {
+  static constexpr bool may_look_up_elements = !std::is_same_v<E, fp16>;  // (zeros_encode_table)
   const rest_tables& rt;
   __m256i zp, zn, neg0;
   encode_zeros_kernel(const codec_detail::rans_plan& plan, const encode_table& t)
-      : zeros_encode_table(plan, t, !std::is_same_v<E, fp16>),
+      : zeros_encode_table(plan, t, may_look_up_elements),
         encode_kernel<E>(zeros_encode_table::table), rt(zero_tables()),
         zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))), zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
@@ -988,7 +986,8 @@ struct encode_zeros_kernel : private zeros_encode_table, encode_kernel<E> {
         e[2 * k + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(v[k], 1));
       }
     }
-    const bool by_elements = !std::is_same_v<E, fp16> && this->from_elements;
+    // (false at compile time for fp16, whose kernel then has no branch on it)
+    const bool by_elements = may_look_up_elements && this->from_elements;
     unsigned rests[4];
     for (int k = 0; k < 4; ++k) {
       const __m256i is_pos = _mm256_cmpeq_epi32(e[k], _mm256_setzero_si256()), is_neg = _mm256_cmpeq_epi32(e[k], neg0);
