@@ -1,5 +1,6 @@
 // The host executor's fork-join helper: every part runs exactly once, on a thread or, where no
 // thread can be started, on the calling thread; exceptions reach the caller after every join.
+// And the span a part's encoder reads ahead: its own next chunk, never another part's.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include <zipccl/host/detail/parallel.hpp>
+#include <zipccl/host/detail/read_ahead.hpp>
 
 using zipccl::host::detail::fork_join;
 
@@ -61,4 +63,27 @@ TEST_CASE("fork_join rethrows a part's exception after joining every thread", "[
                       "part failed");
     CHECK(done.load() == 3);  // the other parts ran to the end before the rethrow
   }
+}
+
+TEST_CASE("read_ahead names the next chunk of the caller's range, none after its last", "[host][parallel]") {
+  using zipccl::host::detail::read_ahead;
+  std::vector<std::uint8_t> buf(4096);
+  const std::uint8_t* in = buf.data();
+  // 1000 two-byte elements in chunks of 256: 256, 256, 256, 232
+  const read_ahead a = read_ahead::after(in, 0, 256, 1000, 256, 2);
+  CHECK(a.at == in + 512);
+  CHECK(a.bytes == 512);
+  const read_ahead b = read_ahead::after(in, 512, 256, 1000, 256, 2);  // before the short last chunk
+  CHECK(b.at == in + 1536);
+  CHECK(b.bytes == 464);
+  const read_ahead c = read_ahead::after(in, 768, 232, 1000, 256, 2);  // the last chunk
+  CHECK(c.at == nullptr);
+  CHECK(c.bytes == 0);
+  // a part that ends after its second chunk (host::compress passes the part's end): nothing past it
+  const read_ahead d = read_ahead::after(in, 256, 256, 512, 256, 4);
+  CHECK(d.at == nullptr);
+  CHECK(d.bytes == 0);
+  const read_ahead e = read_ahead::after(in, 0, 256, 512, 256, 4);
+  CHECK(e.at == in + 1024);
+  CHECK(e.bytes == 1024);
 }

@@ -9,6 +9,7 @@
 // the worker threads themselves.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -73,8 +74,12 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
       }
       // The directory entry holds the chunk's offset within its part for now.
       format::store_le<std::uint64_t>(dst + format::header_bytes + 8 * c, pos - part_begin[p]);
-      pos += detail::encode_chunk<E>(cb, src + c * opt.chunk_elems * L::elem_size, m, opt.checksum, opt.zero_groups,
-                                     dst + pos);
+      // (the part's next chunk read ahead while this one is coded; the chunk after the part's
+      // last is another part's)
+      const std::uint64_t first = c * opt.chunk_elems;
+      const auto ahead = detail::read_ahead::after(src, first, m, std::min<std::uint64_t>(n, e * opt.chunk_elems),
+                                                   opt.chunk_elems, L::elem_size);
+      pos += detail::encode_chunk<E>(cb, src + first * L::elem_size, m, opt.checksum, opt.zero_groups, dst + pos, ahead);
     }
     part_end[p] = pos;
   });

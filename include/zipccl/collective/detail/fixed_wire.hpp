@@ -88,7 +88,9 @@ struct fixed_wire {
       const std::uint64_t k = m - first < chunk_elems ? m - first : chunk_elems;
       const std::uint64_t f = W::chunk_fixed(k);
       // (zero masks with rANS only, as on the host collectives' wire: their room is in the fixed part)
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, W::rans, scratch);
+      const std::uint64_t size =
+          host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, W::rans, scratch,
+                                        host::detail::read_ahead::after(src, first, k, m, chunk_elems, L::elem_size));
       if (size - f > room - used) {
         overflow = true;
         break;

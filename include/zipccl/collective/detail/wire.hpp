@@ -66,7 +66,9 @@ struct wire {
     for (std::uint64_t first = 0; first < count; first += chunk_elems) {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
       const std::uint64_t f = chunk_fixed(m);
-      const std::uint64_t size = host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, rans, fixed);
+      const std::uint64_t size =
+          host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, rans, fixed,
+                                        host::detail::read_ahead::after(src, first, m, count, chunk_elems, L::elem_size));
       if (size > f) std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
       tail_bytes += size - f;

@@ -52,6 +52,7 @@
 #include "../../format/chunk.hpp"
 #include "avx2.hpp"
 #include "rank_table.hpp"
+#include "read_ahead.hpp"
 
 namespace zipccl::host::detail::avx2::rans_simd {
 
@@ -128,6 +129,17 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
 // (the kernels' scalar table lookups, which beat gathers on Zen 3).
 ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long c, long long d) {
   return _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(c), d, 1), _mm_insert_epi64(_mm_cvtsi64_si128(a), b, 1));
+}
+
+// The encoders' group loops: the bytes of `ahead` at the offset of a group's first element `first`
+// (a group's worth, those inside it), one prefetch a cache line (docs/PERFORMANCE.md, "The next
+// chunk read ahead"). The loops go down the chunk, so the next chunk comes in from its end.
+template <class E>
+ZIPCCL_ALWAYS_INLINE inline void read_group_ahead(const read_ahead& ahead, std::uint64_t first) {
+  constexpr std::uint64_t span = format::group_elems * format::chunk_layout<E>::elem_size;
+  const std::uint64_t o = first * format::chunk_layout<E>::elem_size;
+  for (std::uint64_t q = 0; q < span && o + q < ahead.bytes; q += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(ahead.at + o + q), _MM_HINT_T0);
 }
 
 // The first of the W consecutive symbols of 1..255 whose counts sum highest (the first such
@@ -1110,7 +1122,8 @@ struct reference_steps {
 // groups by Kernel (encode_zeros_kernel here, avx512::rans_simd's on AVX-512).
 template <class E, class Kernel>
 std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
-                                 const codec_detail::body_shape& shape, const codec_detail::rans_plan& plan) {
+                                 const codec_detail::body_shape& shape, const codec_detail::rans_plan& plan,
+                                 const read_ahead& ahead) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   const std::uint64_t base = shape.base, nsym = plan.nsym;
@@ -1140,6 +1153,7 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
       continue;
     }
     std::uint64_t t = top, r = at;
+    read_group_ahead<E>(ahead, first);
     kernel.group(in + first * L::elem_size, bytes, words, &r, out, &t);
     top = t;
     at = r;
@@ -1241,7 +1255,7 @@ status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const forma
 // avx512::rans_simd's on AVX-512).
 template <class E, class Kernel, class ZerosKernel>
 std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
-                                const codec_detail::body_shape& shape) {
+                                const codec_detail::body_shape& shape, const read_ahead& ahead) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
@@ -1249,7 +1263,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count, Kernel::zeros))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
   // a body with zero symbols (rans::zeros_pay)
-  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan);
+  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan, ahead);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   // (Kernel::run picks the kernel for the chunk's plan and runs the loop with it; the kernel by
@@ -1281,6 +1295,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
         continue;
       }
       std::uint64_t t = top;
+      read_group_ahead<E>(ahead, first);
       kernel.group(in + first * L::elem_size, bytes + at, words + at * W, out, &t);
       top = t;
     }
@@ -1291,8 +1306,8 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
 
 template <class E>
 std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
-                                const codec_detail::body_shape& shape) {
-  return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape);
+                                const codec_detail::body_shape& shape, const read_ahead& ahead = {}) {
+  return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape, ahead);
 }
 
 // Who decodes group g of a dense rANS body of m elements with `left` stream words still unread:

@@ -11,6 +11,7 @@
 #include "../../codebook/histogram.hpp"
 #include "../../codec/chunk_codec.hpp"
 #include "../../config.hpp"
+#include "read_ahead.hpp"
 #if ZIPCCL_HAS_AVX512
 #include "avx512.hpp"
 #endif
@@ -32,10 +33,11 @@ namespace rans_vector = avx2::rans_simd;
 #endif
 
 // Codes one chunk; with zero_masks, a chunk whose zero groups pay for their mask is written in a
-// zero_* mode (format::chunk_layout::zero_mask_pays).
+// zero_* mode (format::chunk_layout::zero_mask_pays). `ahead`: the input the caller codes next
+// (read_ahead), which the vector rANS encoders ask into the cache while they code this chunk.
 template <class E, class Policy>
 std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
-                           bool zero_masks, std::uint8_t* out) {
+                           bool zero_masks, std::uint8_t* out, const read_ahead& ahead = {}) {
 #if ZIPCCL_HAS_AVX2
   const codec_detail::body_shape shape =
       codec_detail::plan_body<E>(in, m, zero_masks, out, avx2::zero_group_test{format::chunk_layout<E>::elem_size});
@@ -45,8 +47,9 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
   if constexpr (codebook::is_entropy_v<Policy>) {
     (void)policy;
 #if ZIPCCL_HAS_AVX2
-    return rans_vector::encode_rans_chunk<E>(in, m, checksum, out, shape);
+    return rans_vector::encode_rans_chunk<E>(in, m, checksum, out, shape, ahead);
 #else
+    (void)ahead;
     return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
 #endif
   } else {
