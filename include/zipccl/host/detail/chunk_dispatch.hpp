@@ -43,13 +43,13 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
       codec_detail::plan_body<E>(in, m, zero_masks, out, avx2::zero_group_test{format::chunk_layout<E>::elem_size});
 #else
   const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
+  (void)ahead;  // (the scalar encoders read no input ahead)
 #endif
   if constexpr (codebook::is_entropy_v<Policy>) {
     (void)policy;
 #if ZIPCCL_HAS_AVX2
     return rans_vector::encode_rans_chunk<E>(in, m, checksum, out, shape, ahead);
 #else
-    (void)ahead;
     return codec_detail::encode_rans_chunk<E>(in, m, checksum, out, shape);
 #endif
   } else {
