@@ -10,9 +10,10 @@ namespace zipccl::host::detail {
 // compress call or collective), or none. The vector rANS encoders ask it into the cache a group's
 // share at a time while they code the chunk before it, where that chunk has no zero mask (its
 // elements at the offset of the group being coded), so that its first pass, the zero-group scan,
-// finds it there rather than in memory: on Zen 3 (AVX2) about 7% faster compression of dense
-// bf16, fp16 and fp32 (docs/PERFORMANCE.md, "The next chunk read ahead"; the 3-bit policies'
-// encoders gained nothing from it, and the scalar encoders do not take it).
+// finds it there rather than in memory: on Zen 3 (AVX2) 3-9% faster compression of dense bf16,
+// fp16 and fp32, with the input in cache or swept out of it before the call (docs/PERFORMANCE.md,
+// "The next chunk read ahead"; the 3-bit policies' encoders gained nothing from it, and the
+// scalar encoders do not take it).
 struct read_ahead {
   const std::uint8_t* at = nullptr;
   std::uint64_t bytes = 0;
