@@ -79,11 +79,22 @@ TEST_CASE("read_ahead names the next chunk of the caller's range, none after its
   const read_ahead c = read_ahead::after(in, 768, 232, 1000, 256, 2);  // the last chunk
   CHECK(c.at == nullptr);
   CHECK(c.bytes == 0);
-  // a part that ends after its second chunk (host::compress passes the part's end): nothing past it
-  const read_ahead d = read_ahead::after(in, 256, 256, 512, 256, 4);
-  CHECK(d.at == nullptr);
-  CHECK(d.bytes == 0);
-  const read_ahead e = read_ahead::after(in, 0, 256, 512, 256, 4);
-  CHECK(e.at == in + 1024);
-  CHECK(e.bytes == 1024);
+  // host::compress's parts: 1000 four-byte elements in chunks of 256 (256, 256, 256, 232), a part
+  // of chunks 0 and 1 and a part of chunks 2 and 3
+  const read_ahead d = read_ahead::in_part(in, 0, 2, 1000, 256, 4);
+  CHECK(d.at == in + 1024);
+  CHECK(d.bytes == 1024);
+  const read_ahead e = read_ahead::in_part(in, 1, 2, 1000, 256, 4);  // (chunk 2 is the other part's)
+  CHECK(e.at == nullptr);
+  CHECK(e.bytes == 0);
+  const read_ahead f = read_ahead::in_part(in, 2, 4, 1000, 256, 4);
+  CHECK(f.at == in + 3072);
+  CHECK(f.bytes == 928);
+  const read_ahead g = read_ahead::in_part(in, 3, 4, 1000, 256, 4);
+  CHECK(g.at == nullptr);
+  CHECK(g.bytes == 0);
+  // one part of every chunk
+  const read_ahead h = read_ahead::in_part(in, 1, 4, 1000, 256, 4);
+  CHECK(h.at == in + 2048);
+  CHECK(h.bytes == 1024);
 }

@@ -74,12 +74,10 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
       }
       // The directory entry holds the chunk's offset within its part for now.
       format::store_le<std::uint64_t>(dst + format::header_bytes + 8 * c, pos - part_begin[p]);
-      // (the part's next chunk read ahead while this one is coded; the chunk after the part's
-      // last is another part's)
-      const std::uint64_t first = c * opt.chunk_elems;
-      const auto ahead = detail::read_ahead::after(src, first, m, std::min<std::uint64_t>(n, e * opt.chunk_elems),
-                                                   opt.chunk_elems, L::elem_size);
-      pos += detail::encode_chunk<E>(cb, src + first * L::elem_size, m, opt.checksum, opt.zero_groups, dst + pos, ahead);
+      // (the part's next chunk read ahead while this one is coded)
+      const auto ahead = detail::read_ahead::in_part(src, c, e, n, opt.chunk_elems, L::elem_size);
+      pos += detail::encode_chunk<E>(cb, src + c * opt.chunk_elems * L::elem_size, m, opt.checksum, opt.zero_groups,
+                                     dst + pos, ahead);
     }
     part_end[p] = pos;
   });

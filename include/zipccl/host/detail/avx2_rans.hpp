@@ -136,7 +136,8 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
 // chunk read ahead"). The loops go down the chunk, so the next chunk comes in from its end.
 // Chunks with a zero mask read nothing ahead (ahead_of): their loops visit only the groups outside
 // zero groups, so they would bring in a part of the next chunk only, and on the row-sparse
-// gradients that cost 3% of the compression time for nothing.
+// gradients that cost 3% of the compression time for nothing (2-4% of it remained without any
+// read-ahead: the code's layout, docs/PERFORMANCE.md).
 inline read_ahead ahead_of(const codec_detail::body_shape& shape, const read_ahead& ahead) {
   return shape.zero_mask == nullptr ? ahead : read_ahead{};
 }

@@ -34,16 +34,16 @@ namespace rans_vector = avx2::rans_simd;
 
 // Codes one chunk; with zero_masks, a chunk whose zero groups pay for their mask is written in a
 // zero_* mode (format::chunk_layout::zero_mask_pays). `ahead`: the input the caller codes next
-// (read_ahead), which the vector rANS encoders ask into the cache while they code this chunk.
+// (read_ahead), which the vector rANS encoders ask into the cache while they code this chunk (the
+// 3-bit policies' encoders and the scalar ones take no read-ahead).
 template <class E, class Policy>
 std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
-                           bool zero_masks, std::uint8_t* out, const read_ahead& ahead = {}) {
+                           bool zero_masks, std::uint8_t* out, [[maybe_unused]] const read_ahead& ahead = {}) {
 #if ZIPCCL_HAS_AVX2
   const codec_detail::body_shape shape =
       codec_detail::plan_body<E>(in, m, zero_masks, out, avx2::zero_group_test{format::chunk_layout<E>::elem_size});
 #else
   const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, zero_masks, out);
-  (void)ahead;  // (the scalar encoders read no input ahead)
 #endif
   if constexpr (codebook::is_entropy_v<Policy>) {
     (void)policy;
