@@ -69,14 +69,15 @@ TEST_CASE("read_ahead names the next chunk of the caller's range, none after its
   using zipccl::host::detail::read_ahead;
   std::vector<std::uint8_t> buf(4096);
   const std::uint8_t* in = buf.data();
-  // 1000 two-byte elements in chunks of 256: 256, 256, 256, 232
-  const read_ahead a = read_ahead::after(in, 0, 256, 1000, 256, 2);
+  // 1000 two-byte elements in chunks of 256 (256, 256, 256, 232), as the collectives ask: the
+  // chunk from element `next` on
+  const read_ahead a = read_ahead::from(in, 256, 1000, 256, 2);
   CHECK(a.at == in + 512);
   CHECK(a.bytes == 512);
-  const read_ahead b = read_ahead::after(in, 512, 256, 1000, 256, 2);  // before the short last chunk
+  const read_ahead b = read_ahead::from(in, 768, 1000, 256, 2);  // the short last chunk
   CHECK(b.at == in + 1536);
   CHECK(b.bytes == 464);
-  const read_ahead c = read_ahead::after(in, 768, 232, 1000, 256, 2);  // the last chunk
+  const read_ahead c = read_ahead::from(in, 1000, 1000, 256, 2);  // after the last
   CHECK(c.at == nullptr);
   CHECK(c.bytes == 0);
   // host::compress's parts: 1000 four-byte elements in chunks of 256 (256, 256, 256, 232), a part

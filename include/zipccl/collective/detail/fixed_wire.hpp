@@ -90,7 +90,7 @@ struct fixed_wire {
       // (zero masks with rANS only, as on the host collectives' wire: their room is in the fixed part)
       const std::uint64_t size =
           host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, W::rans, scratch,
-                                        host::detail::read_ahead::after(src, first, k, m, chunk_elems, L::elem_size));
+                                        host::detail::read_ahead::from(src, first + k, m, chunk_elems, L::elem_size));
       if (size - f > room - used) {
         overflow = true;
         break;

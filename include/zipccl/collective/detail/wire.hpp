@@ -68,7 +68,7 @@ struct wire {
       const std::uint64_t f = chunk_fixed(m);
       const std::uint64_t size =
           host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, rans, fixed,
-                                        host::detail::read_ahead::after(src, first, m, count, chunk_elems, L::elem_size));
+                                        host::detail::read_ahead::from(src, first + m, count, chunk_elems, L::elem_size));
       if (size > f) std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
       tail_bytes += size - f;

@@ -1269,15 +1269,15 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count, Kernel::zeros))
     return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  const read_ahead next = ahead_of(shape, ahead);
   // a body with zero symbols (rans::zeros_pay)
-  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan, ahead_of(shape, ahead));
+  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan, next);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   // (Kernel::run picks the kernel for the chunk's plan and runs the loop with it; the kernel by
   // value, a local whose states can stay in registers, which the stores to out cannot alias; the
   // loop inlined, so that it reads this function's locals, not references to them that every
   // store to out would make it reload)
-  const read_ahead next = ahead_of(shape, ahead);
   return Kernel::run(plan, et, [&](auto kernel) ZIPCCL_ALWAYS_INLINE {
     reference_steps ref;
     std::uint64_t top = plan.cap;

@@ -17,23 +17,19 @@ namespace zipccl::host::detail {
 struct read_ahead {
   const std::uint8_t* at = nullptr;
   std::uint64_t bytes = 0;
-  // The chunk after the one of elements [first, first + m) of `count` elements at `in`, chunks of
-  // chunk_elems elements of elem_size bytes: none after the last.
-  static read_ahead after(const std::uint8_t* in, std::uint64_t first, std::uint64_t m, std::uint64_t count,
-                          std::uint64_t chunk_elems, unsigned elem_size) {
-    const std::uint64_t next = first + m;
-    if (next >= count) return {};
-    const std::uint64_t k = count - next < chunk_elems ? count - next : chunk_elems;
+  // The chunk (at most chunk_elems elements of elem_size bytes) from element `next` on of the
+  // `end` elements at `in` that the caller codes: none from `end` on.
+  static read_ahead from(const std::uint8_t* in, std::uint64_t next, std::uint64_t end, std::uint64_t chunk_elems,
+                         unsigned elem_size) {
+    if (next >= end) return {};
+    const std::uint64_t k = end - next < chunk_elems ? end - next : chunk_elems;
     return {in + next * elem_size, k * elem_size};
   }
-  // host::compress: the chunk after chunk c of n elements at `in`, where c's part codes the chunks
-  // before chunk e (the chunk e on, another part's, is none of its business).
+  // host::compress: the chunk after chunk c of the n elements at `in`, where c's part codes the
+  // chunks before chunk e (chunk e on is another part's).
   static read_ahead in_part(const std::uint8_t* in, std::uint64_t c, std::uint64_t e, std::uint64_t n,
                             std::uint64_t chunk_elems, unsigned elem_size) {
-    const std::uint64_t first = c * chunk_elems, end = e * chunk_elems < n ? e * chunk_elems : n;
-    if (first >= n) return {};
-    const std::uint64_t m = n - first < chunk_elems ? n - first : chunk_elems;
-    return after(in, first, m, end, chunk_elems, elem_size);
+    return from(in, (c + 1) * chunk_elems, e * chunk_elems < n ? e * chunk_elems : n, chunk_elems, elem_size);
   }
 };
 
