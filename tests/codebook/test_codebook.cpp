@@ -183,6 +183,51 @@ TEST_CASE("rANS frequencies: every present symbol keeps at least 1, the sum is 4
   }
 }
 
+// fp16's sampled counts (FORMAT.md): which bodies sample and which groups, and the rule's
+// arithmetic on a small case: 0x00 and 0x80 as counted over the body, each other sampled symbol
+// scaled from the sample (rounded down), a symbol present outside the sample 1, an absent one 0.
+TEST_CASE("rANS sampled counts follow the format's rule", "[host][codebook][rans]") {
+  namespace rans = codec_detail::rans;
+  CHECK_FALSE(rans::samples_counts<fp16>(32767));
+  CHECK(rans::samples_counts<fp16>(32768));
+  CHECK(rans::samples_counts<fp16>(65536));
+  CHECK_FALSE(rans::samples_counts<bf16>(65536));
+  CHECK_FALSE(rans::samples_counts<fp32>(65536));
+  CHECK(rans::sampled_group(0));
+  CHECK(rans::sampled_group(5));
+  CHECK(rans::sampled_group(2045));
+  CHECK_FALSE(rans::sampled_group(1));
+  CHECK_FALSE(rans::sampled_group(4));
+  CHECK_FALSE(rans::sampled_group(2047));
+  std::uint32_t sampled[256] = {}, counts[256] = {};
+  counts[0x00] = 100;  // over the body
+  counts[0x80] = 50;
+  counts[5] = 1;       // present, not in the sample
+  counts[200] = 7;     // present (any nonzero value), not in the sample
+  counts[10] = 3;      // in the sample: its entry on entry does not matter
+  sampled[10] = 30;
+  sampled[20] = 10;
+  sampled[0x00] = 9;   // (not used: 0x00 and 0x80 are counted in full)
+  sampled[0x80] = 4;
+  rans::counts_from_sample(sampled, counts, 40000);
+  // the body's other elements: 40000 - 150 = 39850; the sample's: 40
+  CHECK(counts[10] == 29887);  // 30 * 39850 / 40 = 29887.5
+  CHECK(counts[20] == 9962);   // 10 * 39850 / 40 = 9962.5
+  CHECK(counts[0x00] == 100);
+  CHECK(counts[0x80] == 50);
+  CHECK(counts[5] == 1);
+  CHECK(counts[200] == 1);
+  for (unsigned s = 0; s < 256; ++s)
+    if (s != 0x00 && s != 0x80 && s != 5 && s != 10 && s != 20 && s != 200) REQUIRE(counts[s] == 0);
+  std::uint32_t f[256];
+  rans::normalize(counts, 40000, f);
+  std::uint32_t sum = 0;
+  for (unsigned s = 0; s < 256; ++s) sum += f[s];
+  CHECK(sum == rans::prob_total);
+  CHECK(f[5] == 1);
+  CHECK(f[200] == 1);
+}
+
 // The format's rule for an excess of frequency as it was first written: one at a time from the
 // largest frequency, ties to the smaller symbol. rans::normalize finds the same table by a level.
 static void take_excess_one_by_one(std::uint32_t* freq) {

@@ -36,20 +36,20 @@ constexpr std::uint32_t chunk = tuning::chunk_elems;
 
 using testing::device_buffer;
 
-template <class Codec>
+template <class Codec, class T = tuning>
 std::vector<std::uint8_t> device_compress(const void* host_in, std::uint64_t n, bool checksum,
                                           const typename Codec::codebook_type& cb, bool zero_groups = true) {
   const std::uint64_t bytes_in = n * Codec::element_size;
-  device_buffer<std::uint8_t> in(bytes_in), out(zipccl::cuda::max_compressed_size<Codec, tuning>(n));
+  device_buffer<std::uint8_t> in(bytes_in), out(zipccl::cuda::max_compressed_size<Codec, T>(n));
   device_buffer<std::uint64_t> size(1);
   in.put(static_cast<const std::uint8_t*>(host_in), bytes_in);
   std::size_t temp_bytes = 0;
-  REQUIRE(zipccl::cuda::compress<Codec, tuning>(nullptr, temp_bytes, in.p, n, out.p, out.n, size.p, 0) == status::success);
+  REQUIRE(zipccl::cuda::compress<Codec, T>(nullptr, temp_bytes, in.p, n, out.p, out.n, size.p, 0) == status::success);
   device_buffer<std::uint8_t> temp(temp_bytes);
   zipccl::cuda::compress_options opt;
   opt.checksum = checksum;
   opt.zero_groups = zero_groups;
-  REQUIRE(zipccl::cuda::compress<Codec, tuning>(temp.p, temp_bytes, in.p, n, out.p, out.n, size.p, 0, opt, cb) ==
+  REQUIRE(zipccl::cuda::compress<Codec, T>(temp.p, temp_bytes, in.p, n, out.p, out.n, size.p, 0, opt, cb) ==
           status::success);
   CUDA_OK(cudaDeviceSynchronize());
   const std::uint64_t bytes = size.get(1)[0];
@@ -437,6 +437,51 @@ TEMPLATE_TEST_CASE("rANS edge chunks: the device writes the host's bytes and rea
     std::vector<std::uint8_t> back;
     REQUIRE(device_decompress<E>(s, s.size(), n, &back) == status::success);
     CHECK(std::memcmp(back.data(), v.data(), n * sizeof(bits_type)) == 0);
+  }
+}
+
+// fp16 bodies of 32,768 elements or more take sampled counts (codec_detail::rans::counts_from_sample;
+// the default tuning's 8,192-element chunks never do): blocks of 1024 threads, 32,768-element
+// chunks, write the host's bytes for Gaussian data, element-sparse data (zero symbols), masked
+// chunks whose bodies fall on either side of the threshold, and a tensor whose symbols 1..25 only
+// groups outside the sample have (each of them must keep a frequency); the host decodes them.
+TEST_CASE("rANS fp16 sampled counts: 32,768-element chunks write the host's bytes", "[gpu][rans]") {
+  using C = codec<fp16, codebook::entropy>;
+  using big = zipccl::cuda::tuning<1024, 32>;
+  constexpr std::uint64_t m = big::chunk_elems;
+  static_assert(m == 32768 && codec_detail::rans::samples_counts<fp16>(m), "the test's chunks sample");
+  std::vector<std::vector<std::uint16_t>> inputs;
+  inputs.push_back(testing::make_tensor<fp16>(3 * m + 1000, 0.02, testing::distribution::gaussian, 11));
+  inputs.push_back(testing::make_element_sparse<fp16>(2 * m, 0.3, 0.5, 0.02, 12));
+  auto rows = testing::make_tensor<fp16>(2 * m, 0.02, testing::distribution::gaussian, 13);
+  for (std::uint64_t i = 0; i < m; ++i)  // chunk 0: every 16th row of 128 zero; chunk 1: every other
+    if ((i / 128) % 16 == 3) rows[i] = 0;
+  for (std::uint64_t i = m; i < 2 * m; ++i)
+    if ((i / 128) % 2 == 1) rows[i] = 0;
+  inputs.push_back(rows);
+  std::vector<std::uint16_t> rare(m);
+  std::mt19937_64 rng(14);
+  unsigned next = 1;
+  for (std::uint64_t i = 0; i < m; ++i) {
+    const bool outside = !codec_detail::rans::sampled_group(i / format::group_elems);
+    if (outside && i % 8 == 3) rare[i] = rng() % 2 ? 0 : 0x8000;
+    else if (outside && i % 97 == 5 && next <= 25) rare[i] = static_cast<std::uint16_t>((next++ << 8) | 0x11u);
+    else rare[i] = static_cast<std::uint16_t>(((50u + rng() % 8) << 8) | (rng() & 0xFFu) | (rng() % 2 ? 0x8000u : 0u));
+  }
+  inputs.push_back(rare);
+  for (const auto& v : inputs) {
+    const std::uint64_t n = v.size();
+    for (bool checksum : {false, true}) {
+      INFO("n = " << n << " checksum " << checksum);
+      host::compress_options opt;
+      opt.chunk_elems = static_cast<std::uint32_t>(m);
+      opt.checksum = checksum;
+      const auto s = host::compress<C>(v.data(), n, opt);
+      CHECK(device_compress<C, big>(v.data(), n, checksum, {}) == s);
+      std::vector<std::uint16_t> back(n);
+      REQUIRE(host::decompress_as<fp16>(s.data(), s.size(), back.data(), n * sizeof(std::uint16_t)) == status::success);
+      CHECK(back == v);
+    }
   }
 }
 

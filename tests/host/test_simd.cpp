@@ -374,6 +374,28 @@ TEMPLATE_LIST_TEST_CASE("fast host path emits the reference bytes", "[host][simd
     for (std::uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<typename TestType::bits_type>(i * 40503u);
     compare_paths<TestType>(all, false);
   }
+  // fp16's sampled counts (rans::counts_from_sample): symbols 1..25 that only groups outside the
+  // sample have (one element each, symbol 25 the chunk's last element: in a full group, and in a
+  // short one of 7 elements), among +0.0 and -0.0 there too, so that the zero symbols' free values
+  // (the smallest unused) depend on every one of them counting
+  if constexpr (std::is_same_v<E, fp16>) {
+    using bits = typename TestType::bits_type;
+    std::mt19937_64 rng(4242);
+    for (std::uint64_t m : {65536ull, 40039ull}) {
+      std::vector<bits> v(m);
+      unsigned next = 1;
+      for (std::uint64_t i = 0; i < m; ++i) {
+        const std::uint64_t g = i / format::group_elems;
+        const bool outside = !codec_detail::rans::sampled_group(g);
+        if (outside && i % 8 == 3) v[i] = rng() % 2 ? bits{0} : bits{0x8000};
+        else if (outside && i % 97 == 5 && next <= 24) v[i] = static_cast<bits>((next++ << 8) | 0x11u);
+        else v[i] = static_cast<bits>(((50u + static_cast<unsigned>(rng() % 8)) << 8) | (rng() & 0xFFu) | (rng() % 2 ? 0x8000u : 0u));
+      }
+      REQUIRE(!codec_detail::rans::sampled_group((m - 1) / format::group_elems));
+      v[m - 1] = static_cast<bits>((25u << 8) | 0x22u);
+      for (bool checksum : {false, true}) compare_paths<TestType>(v, checksum);
+    }
+  }
   // the element-sparse inputs above give rANS chunks with zero symbols, some of whose moved zero
   // counts pass the header's rules and are decoded (reference and vector paths)
   if constexpr (codebook::is_entropy_v<typename TestType::codebook_type>) CHECK(moved_zero_counts_decoded > 0);
@@ -438,7 +460,8 @@ TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd ta
 
 #if ZIPCCL_HAS_AVX2
 // The rANS encoders' symbol counts (the kernels' count, which plan_chunk takes) against a count of
-// the body's elements one by one: exact on every input, whether the symbols fall inside the
+// the body's elements one by one (for an fp16 body of 32768 elements or more, the rule of
+// rans::counts_from_sample applied to the sampled groups' and the body's counts one by one): exact on every input, whether the symbols fall inside the
 // counters' windows (AVX-512: sixteen; AVX2: fourteen, counted in batches of 255 groups), outside
 // them, below 16 or near 255, move in the chunk's middle, spread too wide for any window (the AVX2
 // counter then hands the rest of the chunk to its tables), or repeat more often than a byte
@@ -447,7 +470,7 @@ TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd ta
 // window has moved too) and a short last one; and the kernels' counts of +0.0 and -0.0 on the
 // same chunks and on chunks full of both. (A count off by one can leave the normalised table, and
 // so the bytes, unchanged: the byte comparisons above do not see it.)
-TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, fp32) {
+TEMPLATE_TEST_CASE("rANS symbol counts are the reference's", "[host][simd]", bf16, fp16, fp32) {
   using E = TestType;
   using L = format::chunk_layout<E>;
   using S = codec_detail::rans::split<E>;
@@ -458,9 +481,16 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     const std::uint64_t m = v.size();
     std::vector<std::uint8_t> scratch(L::stored_bytes(m));
     const codec_detail::body_shape shape = codec_detail::plan_body<E>(in, m, true, scratch.data());
-    std::uint32_t want[codec_detail::rans::symbols] = {};
-    for (std::uint64_t i = 0; i < m; ++i)
-      if (!codec_detail::in_zero_group(shape, i / format::group_elems)) ++want[S::symbol(v[i])];
+    std::uint32_t want[codec_detail::rans::symbols] = {}, sampled[codec_detail::rans::symbols] = {};
+    for (std::uint64_t i = 0; i < m; ++i) {
+      if (codec_detail::in_zero_group(shape, i / format::group_elems)) continue;
+      ++want[S::symbol(v[i])];
+      if (codec_detail::rans::sampled_group(i / format::group_elems)) ++sampled[S::symbol(v[i])];
+    }
+    if (codec_detail::rans::samples_counts<E>(shape.elems)) {
+      CHECK(std::is_same_v<E, fp16>);
+      codec_detail::rans::counts_from_sample(sampled, want, shape.elems);
+    }
     const auto compare = [&](auto count) {
       std::uint32_t got[codec_detail::rans::symbols];
       for (auto& c : got) c = 0xDEADu;  // (every entry must be written)
@@ -555,6 +585,19 @@ TEMPLATE_TEST_CASE("rANS symbol counts are exact", "[host][simd]", bf16, fp16, f
     for (std::uint64_t i = m / 2; i < m / 2 + 64 && i < m; ++i) v[i] = (i % 2) ? S::negative_zero : bits(0);
     v[m - 1] = S::negative_zero;
     check(v);
+    // fp16's sampled counts: symbols that only the groups outside the sample have (a new one every
+    // 37 groups, at lane g % 32, the fast count's bitmap taking each the first time), 0x00 and
+    // 0x80 (zeros and subnormals) only there too, and a last group that is short
+    if constexpr (std::is_same_v<E, fp16>) {
+      for (std::uint64_t i = 0; i < m; ++i) {
+        const std::uint64_t g = i / format::group_elems;
+        const bool sampled_group = codec_detail::rans::sampled_group(g);
+        if (!sampled_group && i % 32 == g % 32 && g % 37 == 1) v[i] = with_symbol(static_cast<unsigned>((g / 37 * 7) % 256));
+        else if (!sampled_group && i % 11 == 3) v[i] = static_cast<bits>(rng() % 4 == 0 ? 0x8000u | (rng() % 0x300) : rng() % 0x300);
+        else v[i] = with_symbol(60u + static_cast<unsigned>(rng() % 8));
+      }
+      check(v);
+    }
   }
   // a body past 8192 groups, where the AVX2 zero count sums its 16-bit lane counters: all -0.0
   // (each lane's counter at its most, 16384, at the sum); all +0.0 but one element a group (no

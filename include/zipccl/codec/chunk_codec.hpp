@@ -334,8 +334,8 @@ ZIPCCL_HOST_DEVICE bool finish_rans_plan(std::uint32_t* counts, std::uint64_t n_
   return true;
 }
 
-// Counts the body's symbols and normalises them (rans::normalize). False when even an empty
-// stream would not beat a stored body.
+// Counts the body's symbols (a sampling body's by rans::counts_from_sample) and normalises them
+// (rans::normalize). False when even an empty stream would not beat a stored body.
 template <class E>
 ZIPCCL_HOST_DEVICE bool plan_rans_chunk(const std::uint8_t* in, std::uint64_t m, const body_shape& shape,
                                         rans_plan* plan) {
@@ -346,19 +346,24 @@ ZIPCCL_HOST_DEVICE bool plan_rans_chunk(const std::uint8_t* in, std::uint64_t m,
   std::uint32_t counts[rans::symbols];
   // four partial histograms: a few hot symbols would otherwise serialise on one counter
   std::uint32_t part[4][rans::symbols] = {};
+  std::uint32_t sampled[rans::symbols] = {};  // (rans::samples_counts: the sampled groups' counts)
+  const bool samples = rans::samples_counts<E>(shape.elems);
   std::uint64_t n_pos = 0, n_neg = 0;
   for (std::uint64_t g = 0; g * format::group_elems < m; ++g) {
     if (in_zero_group(shape, g)) continue;
     const std::uint64_t first = g * format::group_elems;
     const unsigned lanes = format::group_lanes(m, g);
+    const bool sample = samples && rans::sampled_group(g);
     for (std::uint64_t i = 0; i < lanes; ++i) {
       const bits_type v = load_le<bits_type>(in + (first + i) * L::elem_size);
       ++part[i & 3][S::symbol(v)];
+      if (sample) ++sampled[S::symbol(v)];
       n_pos += v == 0;
       n_neg += v == S::negative_zero;
     }
   }
   for (unsigned k = 0; k < rans::symbols; ++k) counts[k] = part[0][k] + part[1][k] + part[2][k] + part[3][k];
+  if (samples) rans::counts_from_sample(sampled, counts, shape.elems);
   return finish_rans_plan<E>(counts, n_pos, n_neg, m, shape, plan);
 }
 

@@ -73,6 +73,45 @@ ZIPCCL_HOST_DEVICE constexpr bool zeros_pay(std::uint64_t z, std::uint64_t b) {
   return z >= min_zero_elems && z * zero_share_den >= b;
 }
 
+// Sampled counts (fp16 bodies of at least sample_min_elems elements): the table's counts of the
+// symbols other than 0x00 and 0x80 come from the body's groups of 32 whose index in the chunk is a
+// multiple of sample_every (every fifth: an odd stride, so that rows of a power-of-two number of
+// groups are sampled in every column), scaled up; a symbol that only the other groups use counts
+// 1, so every symbol of the body keeps a frequency. 0x00 and 0x80, the symbols of +0.0 and -0.0
+// and of the subnormals, are counted in full, as choose_zero_symbols takes the zeros out of them.
+// fp16's symbols (its elements' high bytes) have no byte-compare window of sixteen to be counted
+// in (bf16 and fp32 have: host/detail/avx*_rans.hpp's count_symbols), and a full histogram was a
+// third of the host's fp16 compression; on ../shared/data the sample costs 0.01-0.03% of ratio
+// (PERFORMANCE.md, "fp16's sampled counts"). bf16, fp32 and smaller bodies count every element.
+inline constexpr std::uint64_t sample_min_elems = 32768;
+inline constexpr std::uint64_t sample_every = 5;
+
+template <class E>
+ZIPCCL_HOST_DEVICE constexpr bool samples_counts(std::uint64_t b) {
+  return std::is_same_v<E, fp16> && b >= sample_min_elems;
+}
+
+// Whether the body's counts sample group g (the chunk's g-th group of 32 elements).
+ZIPCCL_HOST_DEVICE constexpr bool sampled_group(std::uint64_t g) { return g % sample_every == 0; }
+
+// The counts of a sampling body of b elements (samples_counts), in counts: on entry counts[0x00]
+// and counts[0x80] hold those symbols' counts over the whole body and every other counts[s] is
+// nonzero exactly where some element of the body has symbol s; `sampled` holds the counts over the
+// sampled groups. Each other symbol that the sample saw gets its sampled count scaled to the body's
+// elements outside 0x00 and 0x80 (rounded down; at least its sampled count, so at least 1), the
+// others present 1.
+ZIPCCL_HOST_DEVICE void counts_from_sample(const std::uint32_t* sampled, std::uint32_t* counts, std::uint64_t b) {
+  constexpr unsigned zp = 0x00, zn = 0x80;
+  const std::uint64_t full = b - counts[zp] - counts[zn];
+  std::uint64_t n = 0;
+  for (unsigned s = 0; s < symbols; ++s) n += (s == zp || s == zn) ? 0u : sampled[s];
+  for (unsigned s = 0; s < symbols; ++s) {
+    if (s == zp || s == zn) continue;
+    counts[s] = sampled[s] != 0 ? static_cast<std::uint32_t>(std::uint64_t(sampled[s]) * full / n)
+                                : (counts[s] != 0 ? 1u : 0u);
+  }
+}
+
 // The fewest rests a body with zero symbols keeps in a chunk of m elements whose body starts at
 // `base`, so that the chunk never comes out smaller than a chunk header and the room of a zero
 // mask (16 + zero_mask_bytes(m)), the part of every chunk that the collectives' wire sends in its

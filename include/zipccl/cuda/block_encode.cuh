@@ -65,9 +65,15 @@ class block_encode {
   using block_reduce = typename detail::block_ops<Threads>::reduce;
   static constexpr int mask_words = (Threads * ItemsPerThread / format::zero_group_elems + 31) / 32;
 
+  // rANS, fp16: whether a chunk's body can be large enough for sampled counts
+  // (codec_detail::rans::samples_counts)
+  static constexpr bool may_sample =
+      codec_detail::rans::samples_counts<E>(static_cast<std::uint64_t>(Threads) * ItemsPerThread);
+
   // rANS: the symbol counts and the table, and one pass of elements for the walking warp
   struct rans_storage {
     std::uint32_t count[codec_detail::rans::symbols];
+    std::uint32_t sampled[may_sample ? codec_detail::rans::symbols : 1];  // the sampled groups' counts
     std::uint32_t freq[codec_detail::rans::symbols];
     std::uint32_t cum[codec_detail::rans::symbols];
     std::uint64_t inv[codec_detail::rans::symbols];  // codec_detail::rans::divisor's reciprocals
@@ -283,15 +289,17 @@ class block_encode {
     __syncthreads();
   }
 
-  // Adds the body's elements (zero groups and elements past m left out) to counts[key(element)],
-  // with one shared-memory atomic per distinct key in a warp, not one per element: the few hot
-  // bins of real data would otherwise serialise.
-  template <class Key>
+  // Adds the body's elements (zero groups and elements past m left out; Sampled: and the groups
+  // that rans::sampled_group leaves out) to counts[key(element)], with one shared-memory atomic
+  // per distinct key in a warp, not one per element: the few hot bins of real data would
+  // otherwise serialise.
+  template <bool Sampled = false, class Key>
   __device__ void count_body(const runs_type& v, std::uint64_t m, std::uint32_t* counts, Key key) {
     const unsigned lane = threadIdx.x & 31u;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const unsigned valid = skipped(r) ? 0u : valid_in(run_first(r), m);
+      const bool out = skipped(r) || (Sampled && !codec_detail::rans::sampled_group(run_first(r) / format::group_elems));
+      const unsigned valid = out ? 0u : valid_in(run_first(r), m);
 #pragma unroll
       for (unsigned i = 0; i < 8; ++i) {
         const std::uint32_t k = i < valid ? static_cast<std::uint32_t>(key(v[r][i])) : 0xFFFFFFFFu;
@@ -362,8 +370,8 @@ class block_encode {
   using RL = codec_detail::rans::layout<E>;
   using RS = codec_detail::rans::split<E>;
 
-  // rANS, plan: the zero groups and the runs' places in the body, the symbol counts and the
-  // table (codec_detail::plan_rans_chunk's), then a walk that counts the stream's words. The chunk
+  // rANS, plan: the zero groups and the runs' places in the body, the symbol counts (a sampling
+  // fp16 body's by rans::counts_from_sample) and the table (codec_detail::plan_rans_chunk's), then a walk that counts the stream's words. The chunk
   // is stored when even an empty stream would not beat a stored body or the stream runs into
   // the rest sections (codec_detail::encode_rans_chunk's rules).
   __device__ std::uint64_t plan_rans(const runs_type& v, std::uint64_t m) {
@@ -371,16 +379,24 @@ class block_encode {
     const unsigned t = threadIdx.x;
     find_zero_groups(v, m);
     count_escapes(v, m);  // (body_first_ for a stored fallback; no escapes)
+    [[maybe_unused]] const bool samples = may_sample && rans::samples_counts<E>(body_elems_);
     for (unsigned s = t; s < rans::symbols; s += Threads) s_.rans.count[s] = 0;
+    if constexpr (may_sample)
+      for (unsigned s = t; s < rans::symbols; s += Threads) s_.rans.sampled[s] = 0;
     if (t < 2) s_.rans.zeros[t] = 0;
     __syncthreads();
     count_body(v, m, s_.rans.count, [](bits_type x) { return RS::symbol(x); });
+    if constexpr (may_sample)
+      if (samples) count_body<true>(v, m, s_.rans.sampled, [](bits_type x) { return RS::symbol(x); });
     count_zeros(v, m);
     __syncthreads();
     if (t == 0) {
       std::uint64_t nsym = 0;
       s_.rans.zero = rans::zero_symbols{};
       if (body_elems_ != 0) {
+        // (the full counts give what counts_from_sample takes: 0x00's and 0x80's, and presence)
+        if constexpr (may_sample)
+          if (samples) rans::counts_from_sample(s_.rans.sampled, s_.rans.count, body_elems_);
         s_.rans.zero = rans::choose_zero_symbols<E>(s_.rans.count, body_elems_, s_.rans.zeros[0], s_.rans.zeros[1],
                                                     rans::min_zero_rests<E>(m, base_));
         rans::normalize(s_.rans.count, body_elems_, s_.rans.freq);
