@@ -441,15 +441,18 @@ TEMPLATE_TEST_CASE("rANS edge chunks: the device writes the host's bytes and rea
 }
 
 // fp16 bodies of 32,768 elements or more take sampled counts (codec_detail::rans::counts_from_sample;
-// the default tuning's 8,192-element chunks never do): blocks of 1024 threads, 32,768-element
+// the default tuning's 8,192-element chunks never do): blocks of 1024 threads, 40,960-element
 // chunks, write the host's bytes for Gaussian data, element-sparse data (zero symbols), masked
-// chunks whose bodies fall on either side of the threshold, and a tensor whose symbols 1..25 only
+// chunks whose bodies fall on either side of the threshold (38,400 elements, where the sample
+// counts the chunk's groups, not the body's, and 20,480), and a tensor whose symbols 1..25 only
 // groups outside the sample have (each of them must keep a frequency); the host decodes them.
-TEST_CASE("rANS fp16 sampled counts: 32,768-element chunks write the host's bytes", "[gpu][rans]") {
+TEST_CASE("rANS fp16 sampled counts: 40,960-element chunks write the host's bytes", "[gpu][rans]") {
   using C = codec<fp16, codebook::entropy>;
-  using big = zipccl::cuda::tuning<1024, 32>;
+  using big = zipccl::cuda::tuning<1024, 40>;
   constexpr std::uint64_t m = big::chunk_elems;
-  static_assert(m == 32768 && codec_detail::rans::samples_counts<fp16>(m), "the test's chunks sample");
+  static_assert(m == 40960 && codec_detail::rans::samples_counts<fp16>(m - m / 16) &&
+                    !codec_detail::rans::samples_counts<fp16>(m / 2),
+                "the test's chunks: a masked body that samples and one that does not");
   std::vector<std::vector<std::uint16_t>> inputs;
   inputs.push_back(testing::make_tensor<fp16>(3 * m + 1000, 0.02, testing::distribution::gaussian, 11));
   inputs.push_back(testing::make_element_sparse<fp16>(2 * m, 0.3, 0.5, 0.02, 12));
@@ -477,6 +480,9 @@ TEST_CASE("rANS fp16 sampled counts: 32,768-element chunks write the host's byte
       opt.chunk_elems = static_cast<std::uint32_t>(m);
       opt.checksum = checksum;
       const auto s = host::compress<C>(v.data(), n, opt);
+      if (&v == &inputs[2])  // (the masked chunks)
+        for (std::uint64_t c : {0u, 1u})
+          REQUIRE(format::mode_has_zero_mask(format::read_chunk_header(s.data() + format::directory_entry(s.data(), c)).mode));
       CHECK(device_compress<C, big>(v.data(), n, checksum, {}) == s);
       std::vector<std::uint16_t> back(n);
       REQUIRE(host::decompress_as<fp16>(s.data(), s.size(), back.data(), n * sizeof(std::uint16_t)) == status::success);

@@ -79,10 +79,11 @@ ZIPCCL_HOST_DEVICE constexpr bool zeros_pay(std::uint64_t z, std::uint64_t b) {
 // groups are sampled in every column), scaled up; a symbol that only the other groups use counts
 // 1, so every symbol of the body keeps a frequency. 0x00 and 0x80, the symbols of +0.0 and -0.0
 // and of the subnormals, are counted in full, as choose_zero_symbols takes the zeros out of them.
-// fp16's symbols (its elements' high bytes) have no byte-compare window of sixteen to be counted
-// in (bf16 and fp32 have: host/detail/avx*_rans.hpp's count_symbols), and a full histogram was a
-// third of the host's fp16 compression; on ../shared/data the sample costs 0.01-0.03% of ratio
-// (PERFORMANCE.md, "fp16's sampled counts"). bf16, fp32 and smaller bodies count every element.
+// fp16's symbols (its elements' high bytes) fill no byte-compare window of fourteen or sixteen to
+// be counted in (bf16 and fp32 do: host/detail/avx*_rans.hpp's count_symbols), and a full
+// histogram was a third of the host's fp16 compression; on ../shared/data the sample costs
+// 0.006-0.020% of the tool's ratio (PERFORMANCE.md, "fp16's sampled counts"). bf16, fp32 and
+// smaller bodies count every element.
 inline constexpr std::uint64_t sample_min_elems = 32768;
 inline constexpr std::uint64_t sample_every = 5;
 

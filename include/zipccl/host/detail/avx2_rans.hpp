@@ -166,6 +166,23 @@ unsigned busiest_window(const std::uint32_t* counts, std::uint64_t* held) {
   return lo;
 }
 
+// The end of fp16_counts (and of avx512::rans_simd::fp16_counts): the counts of a sampling body
+// of b elements by rans::counts_from_sample, from the sampled groups' eight partial tables, the
+// map of the symbols seen (bit s % 8 of seen[s / 8]) and the counts of 0x00 and 0x80.
+inline void finish_fp16_counts(const std::uint32_t (&part)[8][rans::symbols], const std::uint8_t* seen, std::uint64_t pos,
+                               std::uint64_t negs, std::uint64_t b, std::uint32_t* counts) {
+  std::uint32_t sampled[rans::symbols];
+  for (unsigned v = 0; v < rans::symbols; ++v) {
+    std::uint32_t c = 0;
+    for (unsigned k = 0; k < 8; ++k) c += part[k][v];
+    sampled[v] = c;
+    counts[v] = (seen[v / 8] >> (v % 8)) & 1u;
+  }
+  counts[0x00] = static_cast<std::uint32_t>(pos);
+  counts[0x80] = static_cast<std::uint32_t>(negs);
+  rans::counts_from_sample(sampled, counts, b);
+}
+
 // fp16's symbol counts for plan_chunk (codec_detail::plan_rans_chunk's): a body too small to
 // sample (rans::samples_counts) by avx2::byte_histogram's eight partial tables of high bytes;
 // otherwise by rans::counts_from_sample, the sampled groups' high bytes into the same tables and,
@@ -173,8 +190,9 @@ unsigned busiest_window(const std::uint32_t* counts, std::uint64_t* held) {
 // a bitmap of the symbols seen so far (two vpshufb for the bitmap's byte, chosen by the symbol's
 // top bit, and one for the bit), a group with a symbol not yet seen marking it one by one (at most
 // once per symbol of the body), and 0x00 and 0x80 counted in byte counters (a compare and a
-// subtract each, emptied every 255 groups). On the Intel VM 0.07 ns an element against 0.30 for
-// the full histogram (PERFORMANCE.md, "fp16's sampled counts").
+// subtract each, emptied every 255 groups). On the Intel VM 0.12-0.14 ns an element against
+// 0.27-0.29 for the full histogram (PERFORMANCE.md, "fp16's sampled counts"); AVX-512 CPUs take
+// avx512::rans_simd::fp16_counts for dense bodies.
 inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                         std::uint32_t* counts) {
   if (!rans::samples_counts<fp16>(shape.elems)) {
@@ -239,16 +257,7 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
     }
   });
   flush();
-  std::uint32_t sampled[rans::symbols];
-  for (unsigned v = 0; v < rans::symbols; ++v) {
-    std::uint32_t c = 0;
-    for (unsigned k = 0; k < 8; ++k) c += part[k][v];
-    sampled[v] = c;
-    counts[v] = (seen[v / 8] >> (v % 8)) & 1u;
-  }
-  counts[0x00] = static_cast<std::uint32_t>(pos);
-  counts[0x80] = static_cast<std::uint32_t>(negs);
-  rans::counts_from_sample(sampled, counts, shape.elems);
+  finish_fp16_counts(part, seen, pos, negs, shape.elems, counts);
 }
 
 // The exact counts of a body's symbols, bf16 and fp32 (the exponent byte), for plan_chunk (fp16's
@@ -363,8 +372,8 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 }
 
 // codec_detail::plan_rans_chunk with the symbol counts taken by count(in, m, shape, counts): the
-// kernel's (count_symbols for bf16 and fp32, avx2::byte_histogram's high bytes for fp16; on
-// AVX-512, avx512::rans_simd::count_symbols for bf16 and fp32). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
+// kernel's (count_symbols for bf16 and fp32, fp16_counts for fp16; on AVX-512,
+// avx512::rans_simd::count_symbols and fp16_counts). The zeros are counted, by zeros(in, m, shape, &n_pos, &n_neg) (the kernel's:
 // avx2::count_zeros, or avx512::rans_simd::count_zeros), only where the counts of their symbols
 // leave room for enough of them to give the body zero symbols (rans::zeros_pay).
 template <class E, class Count, class Zeros>

@@ -421,8 +421,10 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 // 32-byte map twice so that the index needs no mask, and a vpermb for the bit), a step with a
 // symbol not yet seen marking it one by one, and 0x00 and 0x80 counted by a compare and a popcount
 // each; the last m % 64 elements one by one; then, in a pass of their own, the sampled groups'
-// high bytes one by one into eight partial tables. On the Intel VM 0.08 ns an element against the AVX2
-// function's 0.12 (PERFORMANCE.md, "fp16's sampled counts").
+// high bytes one by one into eight partial tables. On the Intel VM, over a chunk in the L2 cache
+// (as plan_body's zero-group scan leaves it), 0.10-0.12 ns an element against the AVX2
+// function's 0.12-0.14; whole fp16 compression 3-5% faster (PERFORMANCE.md, "fp16's sampled
+// counts").
 inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                         std::uint32_t* counts) {
   if (!rans::samples_counts<fp16>(shape.elems) || shape.zero_mask != nullptr) {
@@ -482,16 +484,7 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
     for (unsigned i = 0; i < format::group_elems; i += 8)
       for (unsigned k = 0; k < 8; ++k) ++part[k][hi[2 * (i + k)]];
   }
-  std::uint32_t sampled[rans::symbols];
-  for (unsigned v = 0; v < rans::symbols; ++v) {
-    std::uint32_t c = 0;
-    for (unsigned k = 0; k < 8; ++k) c += part[k][v];
-    sampled[v] = c;
-    counts[v] = (seen[v / 8] >> (v % 8)) & 1u;
-  }
-  counts[0x00] = static_cast<std::uint32_t>(pos);
-  counts[0x80] = static_cast<std::uint32_t>(negs);
-  rans::counts_from_sample(sampled, counts, shape.elems);
+  avx2::rans_simd::finish_fp16_counts(part, seen, pos, negs, shape.elems, counts);
 }
 
 // The body's numbers of +0.0 and -0.0 elements (codec_detail::count_zeros): 64 bytes at a time
