@@ -371,9 +371,10 @@ class block_encode {
   using RS = codec_detail::rans::split<E>;
 
   // rANS, plan: the zero groups and the runs' places in the body, the symbol counts (a sampling
-  // fp16 body's by rans::counts_from_sample) and the table (codec_detail::plan_rans_chunk's), then a walk that counts the stream's words. The chunk
-  // is stored when even an empty stream would not beat a stored body or the stream runs into
-  // the rest sections (codec_detail::encode_rans_chunk's rules).
+  // fp16 body's by rans::counts_from_sample) and the table (codec_detail::plan_rans_chunk's), then
+  // a walk that counts the stream's words. The chunk is stored when even an empty stream would not
+  // beat a stored body or the stream runs into the rest sections (codec_detail::encode_rans_chunk's
+  // rules).
   __device__ std::uint64_t plan_rans(const runs_type& v, std::uint64_t m) {
     namespace rans = codec_detail::rans;
     const unsigned t = threadIdx.x;

@@ -261,7 +261,7 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
 }
 
 // The exact counts of a body's symbols, bf16 and fp32 (the exponent byte), for plan_chunk (fp16's
-// high bytes, 51-120 values a chunk, take avx2::byte_histogram). The body's first four groups
+// high bytes, 51-120 values a chunk, take fp16_counts). The body's first four groups
 // (zero groups skipped) are counted one by one; then, per batch of up to 255 full groups (as many
 // as a byte counter holds), each group's 32 symbols are made bytes in one register (in whatever
 // order the packs leave them), less the window's first symbol lo, and stored to a stack buffer;
