@@ -461,9 +461,10 @@ TEMPLATE_TEST_CASE("fast 3-bit encoders agree at the escape budget and on odd ta
 #if ZIPCCL_HAS_AVX2
 // The rANS encoders' symbol counts (the kernels' count, which plan_chunk takes) against a count of
 // the body's elements one by one (for an fp16 body of 32768 elements or more, the rule of
-// rans::counts_from_sample applied to the sampled groups' and the body's counts one by one): exact on every input, whether the symbols fall inside the
-// counters' windows (AVX-512: sixteen; AVX2: fourteen, counted in batches of 255 groups), outside
-// them, below 16 or near 255, move in the chunk's middle, spread too wide for any window (the AVX2
+// rans::counts_from_sample applied to the sampled groups' and the body's counts one by one):
+// exact on every input, whether the symbols fall inside the counters' windows (AVX-512: sixteen;
+// AVX2: fourteen, counted in batches of 255 groups), outside them, below 16 or near 255, move in
+// the chunk's middle, spread too wide for any window (the AVX2
 // counter then hands the rest of the chunk to its tables), or repeat more often than a byte
 // counter holds (symbol 0's counter too); with zero groups (among them the first groups, which the
 // AVX2 counter counts one by one), an odd number of full groups (a half register, after the

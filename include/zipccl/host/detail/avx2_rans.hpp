@@ -226,10 +226,10 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
   for_body_groups(m, shape, [&](std::uint64_t first, unsigned lanes) {
     const std::uint8_t* hi = in + 2 * first + 1;  // (little-endian: the high byte second)
     const bool sample = rans::sampled_group(first / format::group_elems);
+    if (sample) add_high_bytes(part, hi, lanes);
     if (lanes < format::group_elems) {
       for (unsigned i = 0; i < lanes; ++i) {
         const unsigned v = hi[2 * i];
-        if (sample) ++part[i & 7][v];
         mark(v);
         pos += v == 0x00;
         negs += v == 0x80;
@@ -237,9 +237,6 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
       seen_lo = seen_half(0), seen_hi = seen_half(1);
       return;
     }
-    if (sample)
-      for (unsigned i = 0; i < format::group_elems; i += 8)
-        for (unsigned k = 0; k < 8; ++k) ++part[k][hi[2 * (i + k)]];
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 2 * first));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 2 * first + 32));
     const __m256i sym = _mm256_packus_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8));

@@ -474,16 +474,8 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
   }
   // then the sampled groups (rans::sampled_group), the short last group too when it is one of them
   // (after the pass over every element, which brings the chunk into the cache in order)
-  for (std::uint64_t g = 0; g * format::group_elems < m; g += rans::sample_every) {
-    const std::uint8_t* hi = in + 2 * g * format::group_elems + 1;  // (little-endian: the high byte second)
-    const unsigned lanes = format::group_lanes(m, g);
-    if (lanes < format::group_elems) {
-      for (unsigned i = 0; i < lanes; ++i) ++part[i & 7][hi[2 * i]];
-      continue;
-    }
-    for (unsigned i = 0; i < format::group_elems; i += 8)
-      for (unsigned k = 0; k < 8; ++k) ++part[k][hi[2 * (i + k)]];
-  }
+  for (std::uint64_t g = 0; g * format::group_elems < m; g += rans::sample_every)
+    avx2::add_high_bytes(part, in + 2 * g * format::group_elems + 1, format::group_lanes(m, g));
   avx2::rans_simd::finish_fp16_counts(part, seen, pos, negs, shape.elems, counts);
 }
 
