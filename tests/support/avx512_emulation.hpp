@@ -164,6 +164,14 @@ inline __m512i mask_add_epi16(__m512i src, __mmask32 k, __m512i a, __m512i b) { 
 inline __m512i mask_blend_epi16(__mmask32 k, __m512i a, __m512i b) { return select<u16>(k, a, b); }
 inline __m512i mask_mov_epi16(__m512i src, __mmask32 k, __m512i a) { return select<u16>(k, src, a); }
 inline __m512i mask_mov_epi32(__m512i src, __mmask16 k, __m512i a) { return select<u32>(k, src, a); }
+// (vpshufd: each 32-bit lane takes the lane of its 128-bit quarter that imm's two bits for it name;
+// src's lanes where k is clear)
+inline __m512i mask_shuffle_epi32(__m512i src, __mmask16 k, __m512i a, int imm) {
+  const auto x = of<u32>(a);
+  lanes<u32> r{};
+  for (unsigned i = 0; i < 16; ++i) r[i] = x[(i & ~3u) | ((static_cast<unsigned>(imm) >> (2 * (i & 3u))) & 3u)];
+  return select<u32>(k, src, to<__m512i>(r));
+}
 // (a's lanes shifted left by c, filled from the top of b's)
 inline __m512i shldi_epi16(__m512i a, __m512i b, unsigned c) {
   return zip<u16>(a, b, [c](u16 x, u16 y) { return ((u32(x) << 16 | y) << (c & 15u)) >> 16; });
@@ -592,3 +600,5 @@ inline __m512i inserti64x4(__m512i a, __m256i b, int imm) {
 #define _mm512_mask_mov_epi16 zipccl_emu::mask_mov_epi16
 #undef _mm512_mask_mov_epi32
 #define _mm512_mask_mov_epi32 zipccl_emu::mask_mov_epi32
+#undef _mm512_mask_shuffle_epi32
+#define _mm512_mask_shuffle_epi32 zipccl_emu::mask_shuffle_epi32

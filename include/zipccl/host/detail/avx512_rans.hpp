@@ -50,11 +50,13 @@ namespace rans = codec_detail::rans;
 using avx2::rans_simd::encode_table;
 using detail::rank_table;
 
-// The high 32 bits of the sixteen products a * b (unsigned).
+// The high 32 bits of the sixteen products a * b (unsigned): the even lanes' 64-bit products
+// (vpmuludq) have their high halves in the odd lanes, which one masked vpshufd (0xF5: lanes
+// 1 1 3 3 of each quarter) moves down beside the odd lanes' own products.
 inline __m512i mulhi_epu32(__m512i a, __m512i b) {
-  const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(a, b), 32);
+  const __m512i even = _mm512_mul_epu32(a, b);
   const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(b, 32));
-  return _mm512_mask_blend_epi32(static_cast<__mmask16>(0xAAAA), even, odd);
+  return _mm512_mask_shuffle_epi32(odd, static_cast<__mmask16>(0x5555), even, static_cast<_MM_PERM_ENUM>(0xF5));
 }
 
 // The sixteen words base[idx]: by one 16-lane gather, or by two 8-lane ones.
@@ -87,7 +89,10 @@ inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
 enum class lookup_mode { checked, held_narrow, held_wide };
 
 // The entries of sixteen window indices i (0..31: one vpermt2d a field; 0..63: two and a blend)
-// from a table of 32 or 64 entries in four registers a field.
+// from a table of 32 or 64 entries in four registers a field. An index is a symbol's distance
+// from the window's first value modulo 256, in the lane's low byte: the lookups read bits 0..5
+// and the window test bits 5..7 (every window starts at most 256 - width, so a symbol below the
+// start wraps to at least its width), and bits 8 and up may hold anything (split_indices).
 inline void entries32(const __m512i (&fc)[4], const __m512i (&rcp)[4], __m512i i, __m512i* freq_cum, __m512i* recip) {
   *freq_cum = _mm512_permutex2var_epi32(fc[0], i, fc[1]);
   *recip = _mm512_permutex2var_epi32(rcp[0], i, rcp[1]);
@@ -107,10 +112,10 @@ inline bool window_entries(const __m512i (&fc)[4], const __m512i (&rcp)[4], bool
   } else if constexpr (M == lookup_mode::held_wide) {
     entries64(fc, rcp, i, freq_cum, recip);
   } else if (narrow) {
-    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~31)) != 0) return false;
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(0xE0)) != 0) return false;
     entries32(fc, rcp, i, freq_cum, recip);
   } else {
-    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(~63)) != 0) return false;
+    if (_mm512_test_epi32_mask(i, _mm512_set1_epi32(0xC0)) != 0) return false;
     entries64(fc, rcp, i, freq_cum, recip);
   }
   return true;
@@ -122,7 +127,7 @@ inline bool window_entries(const __m512i (&fc)[4], const __m512i (&rcp)[4], bool
 // and a blend.
 struct window_table {
   __m512i fc[4], rcp[4];
-  __m512i lo;
+  __m512i lo, lo_words;  // the window's first symbol in each 32-bit lane, and in each 16-bit lane
   bool narrow, held;  // held: the window holds every symbol (but the zero symbols)
   window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr) {
     alignas(64) std::uint32_t f[64], r[64];
@@ -131,6 +136,7 @@ struct window_table {
     const unsigned first = narrow ? start : et.window<64>(plan, f, r, skip);
     held = narrow || encode_table::holds_all<64>(plan, first, skip);
     lo = _mm512_set1_epi32(static_cast<int>(first));
+    lo_words = _mm512_set1_epi16(static_cast<short>(first));
     for (unsigned k = 0; k < 4; ++k) {
       fc[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(f + 16 * k);
       rcp[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(r + 16 * k);
@@ -143,6 +149,11 @@ struct window_table {
   template <lookup_mode M = lookup_mode::checked>
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     return window_entries<M>(fc, rcp, narrow, _mm512_sub_epi32(sym, lo), freq_cum, recip);
+  }
+  // The same by window indices i (split_indices; the symbols, by sym(), are not needed).
+  template <lookup_mode M, class Symbols>
+  ZIPCCL_ALWAYS_INLINE bool lookup_at(__m512i i, Symbols&&, __m512i* freq_cum, __m512i* recip) const {
+    return window_entries<M>(fc, rcp, narrow, i, freq_cum, recip);
   }
 };
 
@@ -204,6 +215,7 @@ struct fp16_window_table {
   sign_window_table signs;
   __m512i fc[4], rcp[4];
   __m512i lo, first;  // the window's first value r, and its symbol (broadcast)
+  __m512i lo_words;   // the window's first value r in each 16-bit lane
   bool narrow, held;  // held: the window holds every symbol (but the zero symbols)
   fp16_window_table(const codec_detail::rans_plan& plan, const encode_table& et, const rans::zero_symbols* skip = nullptr)
       : signs(plan, et, skip) {
@@ -213,6 +225,7 @@ struct fp16_window_table {
     if (!narrow) start = encode_table::busiest<64>(rans::symbols, weight);
     held = narrow || encode_table::holds_all(start, 64, weight);
     lo = _mm512_set1_epi32(static_cast<int>(start));
+    lo_words = _mm512_set1_epi16(static_cast<short>(start));
     first = _mm512_set1_epi32(static_cast<int>(symbol(start)));
     alignas(64) std::uint32_t f[64], r[64];
     for (unsigned i = 0; i < 64; ++i) {
@@ -234,6 +247,12 @@ struct fp16_window_table {
     // (a held mode's window_entries is always true: the sign window is never reached there)
     return window_entries<M>(fc, rcp, narrow, _mm512_sub_epi32(r, lo), freq_cum, recip) ||
            (!held && signs.lookup(sym, freq_cum, recip));
+  }
+  // The same by window indices i of the values r (split_indices), with the symbols from sym()
+  // where the sign window is needed.
+  template <lookup_mode M, class Symbols>
+  ZIPCCL_ALWAYS_INLINE bool lookup_at(__m512i i, Symbols&& sym, __m512i* freq_cum, __m512i* recip) const {
+    return window_entries<M>(fc, rcp, narrow, i, freq_cum, recip) || (!held && signs.lookup(sym(), freq_cum, recip));
   }
 };
 
@@ -281,23 +300,73 @@ inline void split_regs(const std::uint8_t* in, __m512i (&sym)[2], __m512i (&elem
   }
 }
 
-// A full group's symbols, and its rest sections written at bytes (32) and words (fp32: 32 x u16).
+// A full group at `in` for encode_kernel: its rest sections written at bytes (32) and words (fp32:
+// 32 x u16), its elements as loaded (v: bf16 and fp16, the 32 in v[0]; fp32, sixteen in each),
+// and the window indices of its symbols (idx[k]: lanes 16k..16k+15; see entries32) from the
+// window's first value lo, in each 16-bit lane (bf16, fp16) or 32-bit lane (fp32). For fp16 the
+// value is r = magnitude << 1 | sign (fp16_window_table). The indices are taken where the
+// elements are: in 16-bit lanes for bf16 and fp16 (one subtraction for 32 symbols; fp16's r by one
+// vpshldw), with the bits above a symbol left in (bf16's sign, fp16's top bit of r and a
+// borrow), which the lookups ignore; then one vpermw a register moves them to 32-bit lanes.
 template <class E>
-inline void split_group(const std::uint8_t* in, __m512i (&sym)[2], std::uint8_t* bytes, std::uint8_t* words) {
+ZIPCCL_ALWAYS_INLINE inline void split_indices(const std::uint8_t* in, __m512i lo, __m512i (&v)[2], __m512i (&idx)[2],
+                                               std::uint8_t* bytes, std::uint8_t* words) {
   if constexpr (std::is_same_v<E, fp32>) {
-    __m512i elem[2], rw;
-    __m256i rb;
-    split_regs<E>(in, sym, elem, &rb, &rw);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), rb);
-    _mm512_storeu_si512(words, rw);
+    // byte 0 of each lane of two registers, and the low words of each lane
+    alignas(64) static constexpr std::uint8_t first_bytes[64] = {
+        0,  4,  8,  12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84,
+        88, 92, 96, 100, 104, 108, 112, 116, 120, 124, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    alignas(64) static constexpr std::uint16_t low_words[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
+                                                                22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42,
+                                                                44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+    __m512i rest[2];
+    for (int k = 0; k < 2; ++k) {
+      v[k] = _mm512_loadu_si512(in + 64 * k);
+      idx[k] = _mm512_sub_epi32(_mm512_srli_epi32(v[k], 23), lo);
+      // sign << 7 | the mantissa's top seven bits (vpternlogd 0xE4: c ? a : b, bitwise)
+      rest[k] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(v[k], 16), _mm512_srli_epi32(v[k], 24), _mm512_set1_epi32(0x7F), 0xE4);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
+                        _mm512_castsi512_si256(_mm512_permutex2var_epi8(rest[0], _mm512_load_si512(first_bytes), rest[1])));
+    _mm512_storeu_si512(words, _mm512_permutex2var_epi16(v[0], _mm512_load_si512(low_words), v[1]));
   } else {
-    // (not by split_regs, which measured 3% slower on bf16 here: it also widens the elements)
     (void)words;
-    __m512i s16, r16;
-    split16<E>(_mm512_loadu_si512(in), &s16, &r16);
-    sym[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(s16));
-    sym[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(s16, 1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes), _mm512_cvtepi16_epi8(r16));
+    // the low bytes of the 32 lanes; words 16k..16k+15 spread to the low halves of sixteen lanes
+    alignas(64) static constexpr std::uint8_t low_bytes[64] = {
+        0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42,
+        44, 46, 48, 50, 52, 54, 56, 58, 60, 62, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    alignas(64) static constexpr std::uint16_t spread[2][32] = {
+        {0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8, 0, 9, 0, 10, 0, 11, 0, 12, 0, 13, 0, 14, 0, 15, 0},
+        {16, 0, 17, 0, 18, 0, 19, 0, 20, 0, 21, 0, 22, 0, 23, 0, 24, 0, 25, 0, 26, 0, 27, 0, 28, 0, 29, 0, 30, 0, 31, 0}};
+    v[0] = _mm512_loadu_si512(in);
+    v[1] = _mm512_setzero_si512();
+    __m512i value, rest;
+    if constexpr (std::is_same_v<E, bf16>) {
+      value = _mm512_srli_epi16(v[0], 7);  // the exponent, the sign above it
+      // sign << 7 | the mantissa (vpternlogd 0xE4: c ? a : b, bitwise; the low byte is what counts)
+      rest = _mm512_ternarylogic_epi32(v[0], _mm512_srli_epi16(v[0], 8), _mm512_set1_epi16(0x7F), 0xE4);
+    } else {
+      // r = high << 1 | high >> 7 in the low byte: (high << 1) | (element >> 15) by vpshldw
+      value = _mm512_shldi_epi16(_mm512_srli_epi16(v[0], 8), v[0], 1);
+      rest = v[0];
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
+                        _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(low_bytes), rest)));
+    const __m512i i16 = _mm512_sub_epi16(value, lo);
+    for (int k = 0; k < 2; ++k) idx[k] = _mm512_permutexvar_epi16(_mm512_load_si512(spread[k]), i16);
+  }
+}
+
+// The symbols of register k of a full group whose elements split_indices loaded as v (for the
+// lookups past the window).
+template <class E>
+inline __m512i group_symbols(const __m512i (&v)[2], int k) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    return _mm512_and_si512(_mm512_srli_epi32(v[k], 23), _mm512_set1_epi32(0xFF));
+  } else {
+    const __m512i e = _mm512_cvtepu16_epi32(k == 0 ? _mm512_castsi512_si256(v[0]) : _mm512_extracti64x4_epi64(v[0], 1));
+    if constexpr (std::is_same_v<E, bf16>) return _mm512_and_si512(_mm512_srli_epi32(e, 7), _mm512_set1_epi32(0xFF));
+    else return _mm512_srli_epi32(e, 8);
   }
 }
 
@@ -575,9 +644,40 @@ struct encode_kernel {
   // Codes the group at `in`, its rest sections at bytes and words, its stream words pushed below
   // out + *top (which has room for 64 bytes and more).
   void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint8_t* out, std::uint64_t* top) {
-    __m512i sym[2];
-    split_group<E>(in, sym, bytes, words);
-    code(sym, out, top);
+    __m512i v[2], idx[2];
+    split_indices<E>(in, std::is_same_v<E, fp32> ? wt.lo : wt.lo_words, v, idx, bytes, words);
+    std::uint64_t t = *top;
+#pragma GCC unroll 2
+    for (int k = 1; k >= 0; --k) {
+      __m512i fc, rcp;
+      const auto sym = [&]() { return group_symbols<E>(v, k); };
+      if (!wt.template lookup_at<Mode>(idx[k], sym, &fc, &rcp)) {
+        // (a held mode's lookups never miss: this is the checked kernel's)
+        fc = _mm512_i32gather_epi32(sym(), et.freq_cum, 4);
+        rcp = _mm512_i32gather_epi32(sym(), et.rcp, 4);
+      }
+      step(k, fc, rcp, out, &t);
+    }
+    *top = t;
+  }
+  // Codes the symbols of register k, whose table entries are fc (freq | cum << 16) and rcp, its
+  // stream words pushed below out + *top.
+  ZIPCCL_ALWAYS_INLINE void step(int k, __m512i fc, __m512i rcp, std::uint8_t* out, std::uint64_t* top) {
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i f = _mm512_and_si512(fc, _mm512_set1_epi32(0xFFFF)), cum = _mm512_srli_epi32(fc, 16);
+    // push where x >= f << 20, i.e. where x >> 20 >= f (f = 4096 never pushes)
+    const __mmask16 push = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(X[k], 20), f);
+    const unsigned n = static_cast<unsigned>(_mm_popcnt_u32(push));
+    *top -= 2 * n;
+    _mm512_mask_cvtepi32_storeu_epi16(out + *top, static_cast<__mmask16>((1u << n) - 1u), _mm512_maskz_compress_epi32(push, X[k]));
+    X[k] = _mm512_mask_srli_epi32(X[k], push, X[k], 16);
+    // x = q << 12 + r + cum with q = x / f, r = x % f
+    __m512i q = mulhi_epu32(X[k], rcp);
+    __m512i r = _mm512_sub_epi32(X[k], _mm512_mullo_epi32(q, f));
+    const __mmask16 over = _mm512_cmpge_epu32_mask(r, f);
+    q = _mm512_mask_add_epi32(q, over, q, one);  // (the reciprocal's quotient is one short)
+    r = _mm512_mask_sub_epi32(r, over, r, f);
+    X[k] = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(q, rans::prob_bits), r), cum);
   }
   // The table entries of the zero symbols, broadcast (code<true>, whose window lookups leave them
   // out).
@@ -597,7 +697,6 @@ struct encode_kernel {
     // (a held mode's lookups never miss, so it takes no gathers: the zero lanes' lookups, which
     // the window test guards, are the checked kernel's only)
     static_assert(!Zeros || Mode == lookup_mode::checked, "encode_kernel::code: zero lanes need the checked lookups");
-    const __m512i lo16 = _mm512_set1_epi32(0xFFFF), one = _mm512_set1_epi32(1);
     std::uint64_t t = *top;
 #pragma GCC unroll 2
     for (int k = 1; k >= 0; --k) {
@@ -616,22 +715,7 @@ struct encode_kernel {
         fc = _mm512_i32gather_epi32(sym[k], et.freq_cum, 4);
         rcp = _mm512_i32gather_epi32(sym[k], et.rcp, 4);
       }
-      const __m512i f = _mm512_and_si512(fc, lo16), cum = _mm512_srli_epi32(fc, 16);
-      // push where x >= f << 20, i.e. where x is above (f << 20) - 1 (f = 4096 never pushes: the
-      // bound wraps to 2^32 - 1)
-      const __mmask16 push = _mm512_cmpgt_epu32_mask(X[k], _mm512_sub_epi32(_mm512_slli_epi32(f, 20), one));
-      const unsigned n = static_cast<unsigned>(_mm_popcnt_u32(push));
-      t -= 2 * n;
-      _mm512_mask_cvtepi32_storeu_epi16(out + t, static_cast<__mmask16>((1u << n) - 1u),
-                                        _mm512_maskz_compress_epi32(push, X[k]));
-      X[k] = _mm512_mask_srli_epi32(X[k], push, X[k], 16);
-      // x = q << 12 + r + cum with q = x / f, r = x % f
-      __m512i q = mulhi_epu32(X[k], rcp);
-      __m512i r = _mm512_sub_epi32(X[k], _mm512_mullo_epi32(q, f));
-      const __mmask16 over = _mm512_cmpge_epu32_mask(r, f);
-      q = _mm512_mask_add_epi32(q, over, q, one);  // (the reciprocal's quotient is one short)
-      r = _mm512_mask_sub_epi32(r, over, r, f);
-      X[k] = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(q, rans::prob_bits), r), cum);
+      step(k, fc, rcp, out, &t);
     }
     *top = t;
   }
