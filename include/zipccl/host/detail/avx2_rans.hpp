@@ -499,7 +499,8 @@ struct alignas(64) encode_table {
     return skip != nullptr && skip->on && (v == skip->pos || v == skip->neg) ? 0u : plan.freq[v];
   }
   // The first of the Width consecutive values of 0..n-1 whose weights w(v) sum highest (the first
-  // such window; it may reach past n - 1).
+  // such window). It starts at n - Width at the latest (it reaches past n - 1 only where
+  // n < Width), which the AVX-512 encoder's window tests rely on (avx512_rans.hpp, entries32).
   template <unsigned Width, class Weight>
   static unsigned busiest(unsigned n, Weight&& w) {
     std::uint32_t run = 0, best = 0;

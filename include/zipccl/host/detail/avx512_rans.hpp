@@ -38,6 +38,7 @@
 
 #include <immintrin.h>
 
+#include <cassert>
 #include <cstdint>
 #include <type_traits>
 
@@ -135,6 +136,8 @@ struct window_table {
     narrow = encode_table::holds_all<32>(plan, start, skip);
     const unsigned first = narrow ? start : et.window<64>(plan, f, r, skip);
     held = narrow || encode_table::holds_all<64>(plan, first, skip);
+    // (the window tests rely on it: a symbol below the start wraps to at least the width)
+    assert(first <= rans::symbols - (narrow ? 32u : 64u));
     lo = _mm512_set1_epi32(static_cast<int>(first));
     lo_words = _mm512_set1_epi16(static_cast<short>(first));
     for (unsigned k = 0; k < 4; ++k) {
@@ -142,15 +145,15 @@ struct window_table {
       rcp[k] = narrow && k >= 2 ? _mm512_setzero_si512() : _mm512_load_si512(r + 16 * k);
     }
   }
-  // A symbol of the window, broadcast (the lanes of zero symbols take it: code<true>).
+  // A symbol of the window, broadcast (the lanes of zero symbols take it: code).
   __m512i inside() const { return lo; }
-  // The two lookups of sixteen symbols; false when a lane's symbol is outside the window (M:
-  // lookup_mode, whose held modes the chunk's plan must allow).
-  template <lookup_mode M = lookup_mode::checked>
+  // The two lookups of sixteen symbols (0..255: a lane's bits above 7 would wrap into the
+  // window), checked; false when a lane's symbol is outside the window (encode_zeros_kernel's).
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
-    return window_entries<M>(fc, rcp, narrow, _mm512_sub_epi32(sym, lo), freq_cum, recip);
+    return window_entries<lookup_mode::checked>(fc, rcp, narrow, _mm512_sub_epi32(sym, lo), freq_cum, recip);
   }
-  // The same by window indices i (split_indices; the symbols, by sym(), are not needed).
+  // The same by window indices i (split_indices) and lookup mode M, whose held modes the chunk's
+  // plan must allow (the symbols, by sym(), are not needed): the dense kernels'.
   template <lookup_mode M, class Symbols>
   ZIPCCL_ALWAYS_INLINE bool lookup_at(__m512i i, Symbols&&, __m512i* freq_cum, __m512i* recip) const {
     return window_entries<M>(fc, rcp, narrow, i, freq_cum, recip);
@@ -224,6 +227,8 @@ struct fp16_window_table {
     narrow = encode_table::holds_all(start, 32, weight);
     if (!narrow) start = encode_table::busiest<64>(rans::symbols, weight);
     held = narrow || encode_table::holds_all(start, 64, weight);
+    // (the window tests rely on it: a value below the start wraps to at least the width)
+    assert(start <= rans::symbols - (narrow ? 32u : 64u));
     lo = _mm512_set1_epi32(static_cast<int>(start));
     lo_words = _mm512_set1_epi16(static_cast<short>(start));
     first = _mm512_set1_epi32(static_cast<int>(symbol(start)));
@@ -240,16 +245,16 @@ struct fp16_window_table {
     }
   }
   __m512i inside() const { return first; }
-  template <lookup_mode M = lookup_mode::checked>
+  // The checked lookups of sixteen symbols (0..255; encode_zeros_kernel's).
   bool lookup(__m512i sym, __m512i* freq_cum, __m512i* recip) const {
     // r = (sym << 1 | sym >> 7) & 0xFF (vpternlogd 0xA8: (a | b) & c)
     const __m512i r = _mm512_ternarylogic_epi32(_mm512_slli_epi32(sym, 1), _mm512_srli_epi32(sym, 7), _mm512_set1_epi32(0xFF), 0xA8);
-    // (a held mode's window_entries is always true: the sign window is never reached there)
-    return window_entries<M>(fc, rcp, narrow, _mm512_sub_epi32(r, lo), freq_cum, recip) ||
+    return window_entries<lookup_mode::checked>(fc, rcp, narrow, _mm512_sub_epi32(r, lo), freq_cum, recip) ||
            (!held && signs.lookup(sym, freq_cum, recip));
   }
-  // The same by window indices i of the values r (split_indices), with the symbols from sym()
-  // where the sign window is needed.
+  // The same by window indices i of the values r (split_indices) and lookup mode M, with the
+  // symbols from sym() where the sign window is needed (a held mode's window_entries is always
+  // true: the sign window is never reached there): the dense kernels'.
   template <lookup_mode M, class Symbols>
   ZIPCCL_ALWAYS_INLINE bool lookup_at(__m512i i, Symbols&& sym, __m512i* freq_cum, __m512i* recip) const {
     return window_entries<M>(fc, rcp, narrow, i, freq_cum, recip) || (!held && signs.lookup(sym(), freq_cum, recip));
@@ -306,7 +311,7 @@ inline void split_regs(const std::uint8_t* in, __m512i (&sym)[2], __m512i (&elem
 // window's first value lo, in each 16-bit lane (bf16, fp16) or 32-bit lane (fp32). For fp16 the
 // value is r = magnitude << 1 | sign (fp16_window_table). The indices are taken where the
 // elements are: in 16-bit lanes for bf16 and fp16 (one subtraction for 32 symbols; fp16's r by one
-// vpshldw), with the bits above a symbol left in (bf16's sign, fp16's top bit of r and a
+// vpshldw), with the bits above a symbol left in (bf16's sign, fp16's sign again and a
 // borrow), which the lookups ignore; then one vpermw a register moves them to 32-bit lanes.
 template <class E>
 ZIPCCL_ALWAYS_INLINE inline void split_indices(const std::uint8_t* in, __m512i lo, __m512i (&v)[2], __m512i (&idx)[2],
@@ -601,7 +606,7 @@ struct encode_kernel {
   const encode_table& et;
   table_type wt;
   __m512i X[2];
-  // (zero_symbols: the window is placed on the other symbols, as code<true> looks the zero
+  // (zero_symbols: the window is placed on the other symbols, as code looks the zero
   // symbols up apart)
   encode_kernel(const codec_detail::rans_plan& plan, const encode_table& t, bool zero_symbols = false)
       : et(t), wt(plan, t, zero_symbols ? &plan.zero : nullptr), X() {}
@@ -665,7 +670,8 @@ struct encode_kernel {
   ZIPCCL_ALWAYS_INLINE void step(int k, __m512i fc, __m512i rcp, std::uint8_t* out, std::uint64_t* top) {
     const __m512i one = _mm512_set1_epi32(1);
     const __m512i f = _mm512_and_si512(fc, _mm512_set1_epi32(0xFFFF)), cum = _mm512_srli_epi32(fc, 16);
-    // push where x >= f << 20, i.e. where x >> 20 >= f (f = 4096 never pushes)
+    // push where x >= f << 20, i.e. where x >> 20 >= f (1 <= f <= 4096: every coded symbol has a
+    // frequency; f = 4096 never pushes)
     const __mmask16 push = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(X[k], 20), f);
     const unsigned n = static_cast<unsigned>(_mm_popcnt_u32(push));
     *top -= 2 * n;
@@ -679,7 +685,7 @@ struct encode_kernel {
     r = _mm512_mask_sub_epi32(r, over, r, f);
     X[k] = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(q, rans::prob_bits), r), cum);
   }
-  // The table entries of the zero symbols, broadcast (code<true>, whose window lookups leave them
+  // The table entries of the zero symbols, broadcast (code, whose window lookups leave them
   // out).
   struct zero_entries {
     __m512i fc_pos, fc_neg, rcp_pos, rcp_neg;
@@ -689,29 +695,24 @@ struct encode_kernel {
           rcp_pos(_mm512_set1_epi32(static_cast<int>(t.rcp[plan.zero.pos]))),
           rcp_neg(_mm512_set1_epi32(static_cast<int>(t.rcp[plan.zero.neg]))) {}
   };
-  // Codes a group's symbols (two registers of sixteen lanes, lane order). Zeros: the lanes of
-  // pos[k] and neg[k] hold the zero symbols, whose entries come from z, not from the window.
-  template <bool Zeros = false>
-  void code(const __m512i (&sym)[2], std::uint8_t* out, std::uint64_t* top, const __mmask16* pos = nullptr,
-            const __mmask16* neg = nullptr, const zero_entries* z = nullptr) {
-    // (a held mode's lookups never miss, so it takes no gathers: the zero lanes' lookups, which
-    // the window test guards, are the checked kernel's only)
-    static_assert(!Zeros || Mode == lookup_mode::checked, "encode_kernel::code: zero lanes need the checked lookups");
+  // Codes a group's symbols (two registers of sixteen lanes, lane order) for a body with zero
+  // symbols (encode_zeros_kernel): the lanes of pos[k] and neg[k] hold the zero symbols, whose
+  // entries come from z, not from the window.
+  void code(const __m512i (&sym)[2], std::uint8_t* out, std::uint64_t* top, const __mmask16* pos, const __mmask16* neg,
+            const zero_entries* z) {
+    // (the zero lanes' lookups, which the window test guards, are the checked kernel's only)
+    static_assert(Mode == lookup_mode::checked, "encode_kernel::code: zero lanes need the checked lookups");
     std::uint64_t t = *top;
 #pragma GCC unroll 2
     for (int k = 1; k >= 0; --k) {
       __m512i fc, rcp;
       bool found = false;
-      if constexpr (Zeros) {
-        if (wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.inside()), &fc, &rcp)) {
-          fc = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], fc, z->fc_pos), z->fc_neg);
-          rcp = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], rcp, z->rcp_pos), z->rcp_neg);
-          found = true;
-        }
-      } else {
-        found = wt.template lookup<Mode>(sym[k], &fc, &rcp);
+      if (wt.lookup(_mm512_mask_blend_epi32(pos[k] | neg[k], sym[k], wt.inside()), &fc, &rcp)) {
+        fc = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], fc, z->fc_pos), z->fc_neg);
+        rcp = _mm512_mask_blend_epi32(neg[k], _mm512_mask_blend_epi32(pos[k], rcp, z->rcp_pos), z->rcp_neg);
+        found = true;
       }
-      if (Mode == lookup_mode::checked && !found) {
+      if (!found) {
         fc = _mm512_i32gather_epi32(sym[k], et.freq_cum, 4);
         rcp = _mm512_i32gather_epi32(sym[k], et.rcp, 4);
       }
@@ -755,7 +756,7 @@ struct encode_zeros_kernel : encode_kernel<E> {
     else
       (void)words;
     *rest = at;
-    this->template code<true>(sym, out, top, pos, neg, &ze);
+    this->code(sym, out, top, pos, neg, &ze);
   }
 };
 
