@@ -261,16 +261,34 @@ struct fp16_window_table {
   }
 };
 
-// bf16, fp16: the symbols and the rest bytes of 32 elements, as 16-bit lanes.
+// The 32 low words of two registers' 32-bit lanes (vpermt2w), or the even words of 64: 0, 2, .. 62.
+alignas(64) inline constexpr std::uint16_t even_words[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                                             32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+
+// The rest byte of each element of v (the format's: sign << 7 | the mantissa's top seven bits;
+// fp16's low byte) in the low byte of its lane (bf16, fp16: 16-bit lanes; fp32: 32-bit lanes),
+// other bits above it, for a truncating move or a byte permute (vpternlogd 0xE4: c ? a : b,
+// bitwise).
 template <class E>
-inline void split16(__m512i v, __m512i* s16, __m512i* r16) {
-  if constexpr (std::is_same_v<E, bf16>) {
-    *s16 = _mm512_and_si512(_mm512_srli_epi16(v, 7), _mm512_set1_epi16(0xFF));
-    *r16 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 8), _mm512_set1_epi16(0x80)),
-                           _mm512_and_si512(v, _mm512_set1_epi16(0x7F)));
+inline __m512i rest_bytes(__m512i v) {
+  if constexpr (std::is_same_v<E, fp32>)
+    return _mm512_ternarylogic_epi32(_mm512_srli_epi32(v, 16), _mm512_srli_epi32(v, 24), _mm512_set1_epi32(0x7F), 0xE4);
+  else if constexpr (std::is_same_v<E, bf16>)
+    return _mm512_ternarylogic_epi32(v, _mm512_srli_epi16(v, 8), _mm512_set1_epi16(0x7F), 0xE4);
+  else
+    return v;
+}
+
+// The symbols of register k (lanes 16k..16k+15) of a full group loaded as v (bf16, fp16: the 32
+// elements in v[0]; fp32: sixteen in each).
+template <class E>
+inline __m512i group_symbols(const __m512i (&v)[2], int k) {
+  if constexpr (std::is_same_v<E, fp32>) {
+    return _mm512_and_si512(_mm512_srli_epi32(v[k], 23), _mm512_set1_epi32(0xFF));
   } else {
-    *s16 = _mm512_srli_epi16(v, 8);
-    *r16 = _mm512_and_si512(v, _mm512_set1_epi16(0xFF));
+    const __m512i e = _mm512_cvtepu16_epi32(k == 0 ? _mm512_castsi512_si256(v[0]) : _mm512_extracti64x4_epi64(v[0], 1));
+    if constexpr (std::is_same_v<E, bf16>) return _mm512_and_si512(_mm512_srli_epi32(e, 7), _mm512_set1_epi32(0xFF));
+    else return _mm512_srli_epi32(e, 8);
   }
 }
 
@@ -278,29 +296,25 @@ inline void split16(__m512i v, __m512i* s16, __m512i* r16) {
 // registers of sixteen lanes each, the 32 rest bytes (rb) and, for fp32, the 32 rest words (rw).
 template <class E>
 inline void split_regs(const std::uint8_t* in, __m512i (&sym)[2], __m512i (&elem)[2], __m256i* rb, __m512i* rw) {
+  __m512i v[2];
   if constexpr (std::is_same_v<E, fp32>) {
     __m128i b[2];
     __m256i w[2];
     for (int k = 0; k < 2; ++k) {
-      const __m512i v = _mm512_loadu_si512(in + 64 * k);
-      elem[k] = v;
-      sym[k] = _mm512_and_si512(_mm512_srli_epi32(v, 23), _mm512_set1_epi32(0xFF));
-      const __m512i rest = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v, 24), _mm512_set1_epi32(0x80)),
-                                           _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(0x7F)));
-      b[k] = _mm512_cvtepi32_epi8(rest);
-      w[k] = _mm512_cvtepi32_epi16(v);
+      v[k] = elem[k] = _mm512_loadu_si512(in + 64 * k);
+      sym[k] = group_symbols<E>(v, k);
+      b[k] = _mm512_cvtepi32_epi8(rest_bytes<E>(v[k]));
+      w[k] = _mm512_cvtepi32_epi16(v[k]);
     }
     *rb = _mm256_set_m128i(b[1], b[0]);
     *rw = _mm512_inserti64x4(_mm512_castsi256_si512(w[0]), w[1], 1);
   } else {
-    const __m512i v = _mm512_loadu_si512(in);
-    __m512i s16, r16;
-    split16<E>(v, &s16, &r16);
-    sym[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(s16));
-    sym[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(s16, 1));
-    elem[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(v));
-    elem[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1));
-    *rb = _mm512_cvtepi16_epi8(r16);
+    v[0] = _mm512_loadu_si512(in);
+    v[1] = _mm512_setzero_si512();
+    for (int k = 0; k < 2; ++k) sym[k] = group_symbols<E>(v, k);
+    elem[0] = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(v[0]));
+    elem[1] = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v[0], 1));
+    *rb = _mm512_cvtepi16_epi8(rest_bytes<E>(v[0]));
     *rw = _mm512_setzero_si512();
   }
 }
@@ -317,23 +331,19 @@ template <class E>
 ZIPCCL_ALWAYS_INLINE inline void split_indices(const std::uint8_t* in, __m512i lo, __m512i (&v)[2], __m512i (&idx)[2],
                                                std::uint8_t* bytes, std::uint8_t* words) {
   if constexpr (std::is_same_v<E, fp32>) {
-    // byte 0 of each lane of two registers, and the low words of each lane
+    // byte 0 of each lane of two registers
     alignas(64) static constexpr std::uint8_t first_bytes[64] = {
         0,  4,  8,  12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84,
         88, 92, 96, 100, 104, 108, 112, 116, 120, 124, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    alignas(64) static constexpr std::uint16_t low_words[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
-                                                                22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42,
-                                                                44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
     __m512i rest[2];
     for (int k = 0; k < 2; ++k) {
       v[k] = _mm512_loadu_si512(in + 64 * k);
       idx[k] = _mm512_sub_epi32(_mm512_srli_epi32(v[k], 23), lo);
-      // sign << 7 | the mantissa's top seven bits (vpternlogd 0xE4: c ? a : b, bitwise)
-      rest[k] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(v[k], 16), _mm512_srli_epi32(v[k], 24), _mm512_set1_epi32(0x7F), 0xE4);
+      rest[k] = rest_bytes<E>(v[k]);
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
                         _mm512_castsi512_si256(_mm512_permutex2var_epi8(rest[0], _mm512_load_si512(first_bytes), rest[1])));
-    _mm512_storeu_si512(words, _mm512_permutex2var_epi16(v[0], _mm512_load_si512(low_words), v[1]));
+    _mm512_storeu_si512(words, _mm512_permutex2var_epi16(v[0], _mm512_load_si512(even_words), v[1]));
   } else {
     (void)words;
     // the low bytes of the 32 lanes; words 16k..16k+15 spread to the low halves of sixteen lanes
@@ -345,33 +355,13 @@ ZIPCCL_ALWAYS_INLINE inline void split_indices(const std::uint8_t* in, __m512i l
         {16, 0, 17, 0, 18, 0, 19, 0, 20, 0, 21, 0, 22, 0, 23, 0, 24, 0, 25, 0, 26, 0, 27, 0, 28, 0, 29, 0, 30, 0, 31, 0}};
     v[0] = _mm512_loadu_si512(in);
     v[1] = _mm512_setzero_si512();
-    __m512i value, rest;
-    if constexpr (std::is_same_v<E, bf16>) {
-      value = _mm512_srli_epi16(v[0], 7);  // the exponent, the sign above it
-      // sign << 7 | the mantissa (vpternlogd 0xE4: c ? a : b, bitwise; the low byte is what counts)
-      rest = _mm512_ternarylogic_epi32(v[0], _mm512_srli_epi16(v[0], 8), _mm512_set1_epi16(0x7F), 0xE4);
-    } else {
-      // r = high << 1 | high >> 7 in the low byte: (high << 1) | (element >> 15) by vpshldw
-      value = _mm512_shldi_epi16(_mm512_srli_epi16(v[0], 8), v[0], 1);
-      rest = v[0];
-    }
+    // bf16: the exponent, the sign above it; fp16: r = high << 1 | high >> 7 in the low byte, as
+    // (high << 1) | (element >> 15) by vpshldw
+    const __m512i value = std::is_same_v<E, bf16> ? _mm512_srli_epi16(v[0], 7) : _mm512_shldi_epi16(_mm512_srli_epi16(v[0], 8), v[0], 1);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(bytes),
-                        _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(low_bytes), rest)));
+                        _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(low_bytes), rest_bytes<E>(v[0]))));
     const __m512i i16 = _mm512_sub_epi16(value, lo);
     for (int k = 0; k < 2; ++k) idx[k] = _mm512_permutexvar_epi16(_mm512_load_si512(spread[k]), i16);
-  }
-}
-
-// The symbols of register k of a full group whose elements split_indices loaded as v (for the
-// lookups past the window).
-template <class E>
-inline __m512i group_symbols(const __m512i (&v)[2], int k) {
-  if constexpr (std::is_same_v<E, fp32>) {
-    return _mm512_and_si512(_mm512_srli_epi32(v[k], 23), _mm512_set1_epi32(0xFF));
-  } else {
-    const __m512i e = _mm512_cvtepu16_epi32(k == 0 ? _mm512_castsi512_si256(v[0]) : _mm512_extracti64x4_epi64(v[0], 1));
-    if constexpr (std::is_same_v<E, bf16>) return _mm512_and_si512(_mm512_srli_epi32(e, 7), _mm512_set1_epi32(0xFF));
-    else return _mm512_srli_epi32(e, 8);
   }
 }
 
@@ -800,8 +790,7 @@ struct decode_rank_kernel {
   }
   void load(const std::uint32_t* x) {
     const __m512i a = _mm512_loadu_si512(x), b = _mm512_loadu_si512(x + 16);
-    const __m512i even = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24,
-                                          22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i even = _mm512_load_si512(even_words);
     XL = _mm512_permutex2var_epi16(a, even, b);
     XH = _mm512_permutex2var_epi16(a, _mm512_add_epi16(even, _mm512_set1_epi16(1)), b);
   }
