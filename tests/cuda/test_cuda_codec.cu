@@ -65,10 +65,14 @@ struct type_tag {
 };
 
 // Decodes a stream on the device with blocks of tuning T; returns the status and fills `back` (n
-// elements).
+// elements). With the decoder by warps off (testing::rans_warps_on), a tuning with RansWarps > 0
+// decodes by blocks of its size instead.
 template <class E, class T>
 status decompress_with(const std::vector<std::uint8_t>& stream, std::size_t len, std::uint64_t n,
                        std::vector<std::uint8_t>* back) {
+  if constexpr (T::rans_warps > 0)
+    if (!testing::rans_warps_on())
+      return decompress_with<E, zipccl::cuda::tuning<T::threads, T::items_per_thread>>(stream, len, n, back);
   const std::size_t out_bytes = n * sizeof(typename E::bits_type);
   device_buffer<std::uint8_t> in(stream.size()), out(out_bytes + 256);
   device_buffer<status> st(1);
@@ -99,6 +103,7 @@ status device_decompress(const std::vector<std::uint8_t>& stream, std::size_t le
                          std::vector<std::uint8_t>* back) {
   const status s = decompress_with<E, T>(stream, len, n, back);
   if constexpr (std::is_same_v<T, tuning>) {
+    if (!testing::rans_warps_on()) return s;
     std::vector<std::uint8_t> by_warps;
     const status w = decompress_with<E, rans_warps>(stream, len, n, &by_warps);
     INFO("default tuning " << to_string(s) << ", rANS by warps " << to_string(w));
@@ -679,7 +684,7 @@ TEMPLATE_LIST_TEST_CASE("batched calls: mixed sizes in one launch, a status per 
     }
   };
   decode_with(type_tag<tuning>{});
-  decode_with(type_tag<rans_warps>{});
+  if (testing::rans_warps_on()) decode_with(type_tag<rans_warps>{});
 }
 
 // One launch sequence captured and replayed: the histogram policy through the default decoder, and
@@ -696,6 +701,10 @@ TEMPLATE_TEST_CASE("device compress and decompress under CUDA graph capture", "[
                    captured_rans_by_warps) {
   using C = typename TestType::codec_type;
   using DT = typename TestType::decode_tuning;
+  if (DT::rans_warps > 0 && !testing::rans_warps_on()) {
+    WARN("rANS by warps off (ZIPCCL_TEST_RANS_WARPS=0)");
+    return;
+  }
   const std::uint64_t n = 10 * chunk + 3;
   const auto v = testing::make_tensor<bf16>(n, 1.0);
   device_buffer<std::uint8_t> in(n * 2), out(zipccl::cuda::max_compressed_size<C, tuning>(n)), back(n * 2);
@@ -910,6 +919,10 @@ using one_warp_blocks = zipccl::cuda::tuning<64, 32, 1>;
 TEMPLATE_TEST_CASE("decompress_batch with max_in_bytes 2^64 - 1: every tuning decodes, none launches an empty grid",
                    "[gpu][rans-warps]", one_warp_blocks, rans_warps, tuning) {
   using T = TestType;
+  if (T::rans_warps > 0 && !testing::rans_warps_on()) {
+    WARN("rANS by warps off (ZIPCCL_TEST_RANS_WARPS=0)");
+    return;
+  }
   using C = codec<bf16, codebook::entropy>;
   const std::uint64_t n = 3 * chunk + 5;
   const auto v = testing::make_tensor<bf16>(n, 0.02, testing::distribution::gaussian, 91);
@@ -962,6 +975,47 @@ TEST_CASE("decoder blocks that stop early: block-wide decisions, nothing uniniti
   bad = good;
   bad[format::directory_entry(bad.data(), 0)] = 9;  // chunk 0's mode: corrupt
   REQUIRE(device_decompress<bf16>(bad, bad.size(), n, &back) == status::corrupt);
+}
+
+// Small enough for compute-sanitizer (scripts/gpu-check.sh runs the [sanitize] cases under memcheck
+// and racecheck): the decoder by warps (blocks of 4) with a few more chunks than one wave of its
+// warps holds, as this GPU reports it, so that some warps decode a second chunk in the shared
+// memory of their first (the hazard a missing __syncwarp would leave); then a damaged stream tail in
+// a second-round chunk and in a first-round one, whose lowest failing chunk gives the host's status.
+TEST_CASE("rANS by warps, small: some warps decode a second chunk, and damaged chunks fail as on the host",
+          "[gpu][sanitize][rans-warps]") {
+  if (!testing::rans_warps_on()) {
+    WARN("rANS by warps off (ZIPCCL_TEST_RANS_WARPS=0)");
+    return;
+  }
+  using C = codec<bf16, codebook::entropy>;
+  constexpr int W = rans_warps::rans_warps;
+  int device = 0, sms = 0, per_sm = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_OK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, zipccl::cuda::detail::rans_warps_kernel<bf16, W>,
+                                                        32 * W, 0));
+  const std::uint64_t wave = std::uint64_t(per_sm) * std::uint64_t(sms) * W;  // warps in one wave
+  constexpr std::uint32_t small = 1024;  // (rANS pays on 1,024 bf16 elements; not on 256)
+  const std::uint64_t chunks = wave + wave / 16 + 1, n = chunks * small - 5;
+  INFO(wave << " warps in a wave, " << chunks << " chunks");
+  const auto v = testing::make_tensor<bf16>(n, 0.02, testing::distribution::gaussian, 95);
+  host::compress_options opt;
+  opt.chunk_elems = small;
+  const auto s = host::compress<C>(v.data(), n, opt);
+  REQUIRE(testing::chunk_modes(s)[4] >= chunks - chunks / 50);  // (mode 4: rans)
+  std::vector<std::uint8_t> back, ref(n * 2);
+  REQUIRE(decompress_with<bf16, rans_warps>(s, s.size(), n, &back) == status::success);
+  REQUIRE(std::memcmp(back.data(), v.data(), n * 2) == 0);
+  auto bad = s;
+  for (const std::uint64_t c : {chunks - 2, wave / 3}) {  // (a stream word among the last 8 bytes)
+    const std::uint64_t end = format::directory_entry(bad.data(), c + 1);
+    bad[end - 3] ^= 0x21;
+    const status h = host::decompress_as<bf16>(bad.data(), bad.size(), ref.data(), ref.size());
+    INFO("chunk " << c << " damaged, host " << to_string(h));
+    REQUIRE(h != status::success);
+    CHECK(decompress_with<bf16, rans_warps>(bad, bad.size(), n, &back) == h);
+  }
 }
 
 TEST_CASE("one GiB of bf16 on the device", "[gpu][large]") {

@@ -20,6 +20,16 @@
 
 namespace zipccl::testing {
 
+// Whether the tests launch the rANS decoder by warps (cuda::tuning<..., RansWarps > 0>):
+// ZIPCCL_TEST_RANS_WARPS=0 turns it off, and the tests that use it then decode with the same
+// block size by blocks (which must give the same statuses and values) or skip that part.
+// scripts/gpu-check.sh runs test_cuda_codec so first: a fault in that kernel, which has not yet
+// run on a GPU, ends the process's CUDA context and would fail every test after it.
+inline bool rans_warps_on() {
+  const char* e = std::getenv("ZIPCCL_TEST_RANS_WARPS");
+  return e == nullptr || std::string(e) != "0";
+}
+
 template <class T>
 struct device_buffer {
   T* p = nullptr;

@@ -405,6 +405,8 @@ class block_encode {
           s_.rans.cum[k] = c;
           nsym += s_.rans.freq[k] != 0;
         }
+      } else {  // (an empty body: no table, but the reciprocals below read every frequency)
+        for (unsigned k = 0; k < rans::symbols; ++k) s_.rans.freq[k] = 0;
       }
       s_.rans.nsym = nsym;
     }
