@@ -1,30 +1,57 @@
 #!/usr/bin/env bash
-# The GPU check, in one call on a machine with one NVIDIA GPU (budget: 8 minutes on one H200):
-#   1. builds the device tests and benchmarks for that GPU's architecture;
-#   2. runs the gpu-labelled tests but those of transport::cuda_local and the device collectives
-#      (the codec, the context, the subspace codec, NCCL where found), profiles one launch of
-#      each rANS kernel with Nsight Compute (the decoder by blocks, the decoder by warps, the
-#      encoder) and runs the codec's benchmark (sizes 1 MiB to 1 GiB, beside a device-to-device
-#      copy; the rANS decoder by blocks of 64, 128 and 256 threads and by blocks of 2, 4 and 8
-#      warps);
-#   3. runs the tests of cuda_local and the collectives (which stalled on the first lease), one
-#      binary at a time within the budget (32 hardware queues), cuda_local's again under lazy
-#      loading and at CUDA's default of 8 queues, and the collectives' and the subspace codec's
-#      benchmarks;
-#   4. runs the host AVX-512 tests (and the host rANS benchmark) where the CPU has AVX-512;
-#   5. runs compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on small cases;
-#   6. prints a short summary table last.
-# Each result is also printed when it comes. Steps after the codec's tests are skipped once the
-# budget (GPU_CHECK_BUDGET seconds, default 480) runs short; give the call a timeout about 120 s
-# above it (a step under way when the budget runs short may finish past it).
-# Logs and the benchmark JSON go to $OUT (or build-gpu/out).
+# The GPU check: one call on a lent machine with one NVIDIA GPU (an H100 or an H200; a task is lent
+# 15 minutes of device time in all, the machine's start and the transfers included). The steps run
+# from what matters most to what matters least, each cut at what the budget leaves:
 #
-# The lent machine cannot install packages. Before the call, on the development machine, run
+#   core: issue 13's device figures, and the rANS decoder by warps, which has never run on a GPU
+#     1. the device binaries: prebuilt by --prepare on the development machine (.gpu-prebuilt,
+#        used where its stamp matches this tree's sources and the GPU's architecture and the
+#        binaries load here), else built here, the codec's test and benchmark first;
+#     2. test_cuda_codec with the decoder by warps off (ZIPCCL_TEST_RANS_WARPS=0: those cases
+#        decode by blocks instead), so that a fault in that kernel, which ends the process's CUDA
+#        context, cannot hide the other results;
+#     3. the rANS benchmarks by blocks (bench_entropy.json), beside a device-to-device copy;
+#     4. test_cuda_codec's rANS, by-warps and tuning cases with the decoder by warps on;
+#     5. the decoder by warps' benchmarks (bench_warps.json);
+#     6. compute-sanitizer memcheck and racecheck on the small [sanitize] cases (a decoder by blocks
+#        that stops early; the decoder by warps with warps that take a second chunk);
+#     7. one launch each of the rANS decoders and encoder under Nsight Compute;
+#   the rest, while the budget lasts
+#     8. the other codec tests (chunk codec, block codec, context) and the 3-bit policies'
+#        benchmarks (bench_other.json);
+#     9. built here: the subspace codec's tests, the NCCL test, transport::cuda_local's and the
+#        device collectives' tests (which stalled on the first lease, 2026-12-04), one binary at a
+#        time, cuda_local's again under lazy loading and at CUDA's default of 8 queues, the
+#        examples, and the collectives' and the subspace codec's benchmarks;
+#    10. the host AVX-512 tests where this CPU has AVX-512.
+#
+# GPU_CHECK_BUDGET: seconds for the whole script (default 360). Every step is cut at what the budget
+# leaves and skipped where less than its useful minimum is left, so nothing runs past it; give the
+# call a timeout_s of the budget + 60. Each result is printed as it comes. $OUT (or build-gpu/out)
+# gets at most 8 files, rewritten after every step so that a call cut short keeps what was done:
+# summary.txt, all-logs.tgz (every log) and the benchmarks' JSON files.
+#
+# The lent machine cannot install packages, and building there costs device time. Before the call,
+# on the development machine (with the CUDA toolkit), run
 #   scripts/gpu-check.sh --prepare
 # which copies Catch2, Google Benchmark and OpenBLAS (the host reference of the device subspace
-# tests) into .gpu-deps/ (git-ignored); carry that folder.
+# tests) into .gpu-deps/ and builds the codec's device tests and benchmark for sm_90 (the H100's
+# and the H200's architecture; GPU_CHECK_ARCH=NN for another) into .gpu-prebuilt/ (both
+# git-ignored; about 10 minutes on 2 cores); carry both folders (about 55 MiB). Then on the GPU
+# machine: GPU_CHECK_BUDGET=360 bash scripts/gpu-check.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+
+# what --prepare builds, and the codec's test and benchmark that steps 2-8 run
+prebuilt_targets=(test_cuda_codec bench_cuda_codec test_cuda_chunk_codec test_cuda_block_codec test_cuda_context)
+# A digest of the sources the device binaries are built from (the same on both machines: the
+# tree travels without its ignored files, and this counts only source and build files).
+source_stamp() {
+  find include tests benchmarks examples cmake CMakeLists.txt -type f \
+    \( -name '*.hpp' -o -name '*.cuh' -o -name '*.cu' -o -name '*.cpp' -o -name '*.h' -o -name '*.txt' \
+    -o -name '*.cmake' -o -name '*.in' \) -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum |
+    sha256sum | cut -c1-16
+}
 
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .gpu-deps && mkdir -p .gpu-deps/include .gpu-deps/lib/cmake .gpu-deps/lib/x86_64-linux-gnu/cmake
@@ -39,321 +66,299 @@ if [ "${1:-}" = "--prepare" ]; then
   cp -L /usr/lib/x86_64-linux-gnu/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libgfortran.so.5 \
     /usr/lib/x86_64-linux-gnu/libquadmath.so.0 .gpu-deps/lib/x86_64-linux-gnu/
   ln -s libopenblas.so.0 .gpu-deps/lib/x86_64-linux-gnu/libopenblas.so
-  du -sh .gpu-deps
+  # the codec's device binaries for the lent GPU's architecture (host code for any x86-64), with
+  # the shared libraries they need beside them
+  rm -rf .gpu-prebuilt
+  parch=${GPU_CHECK_ARCH:-90}
+  export PATH="$PATH:/usr/local/cuda/bin"
+  if ! command -v nvcc >/dev/null; then
+    echo "gpu-check --prepare: no nvcc: nothing prebuilt (the GPU machine will build)"
+  elif cmake -S . -B build-gpu-prebuilt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$parch" \
+         -DZIPCCL_NATIVE=OFF -DZIPCCL_BUILD_EXAMPLES=OFF >build-gpu-prebuilt.log 2>&1 &&
+       cmake --build build-gpu-prebuilt -j "$(nproc)" --target "${prebuilt_targets[@]}" >>build-gpu-prebuilt.log 2>&1; then
+    mkdir -p .gpu-prebuilt/bin .gpu-prebuilt/lib
+    for t in "${prebuilt_targets[@]}"; do
+      cp build-gpu-prebuilt/bin/"$t" .gpu-prebuilt/bin/ && strip .gpu-prebuilt/bin/"$t"
+    done
+    # (libcudart and libbenchmark: the files the binaries name, copied under those names)
+    ldd .gpu-prebuilt/bin/* | awk '/libcudart|libbenchmark/ {print $1, $3}' | sort -u |
+      while read -r name path; do cp -L "$path" ".gpu-prebuilt/lib/$name"; done
+    echo "$(source_stamp) $parch" >.gpu-prebuilt/stamp
+    rm -f build-gpu-prebuilt.log
+    echo "gpu-check --prepare: prebuilt for sm_$parch: ${prebuilt_targets[*]}"
+  else
+    tail -20 build-gpu-prebuilt.log
+    echo "gpu-check --prepare: the prebuilt binaries failed to build (build-gpu-prebuilt.log); the GPU machine will build"
+  fi
+  du -sh .gpu-deps .gpu-prebuilt 2>/dev/null
+  echo "carry: .gpu-deps .gpu-prebuilt"
   exit 0
 fi
 
 out=${OUT:-build-gpu/out}
-mkdir -p "$out"
+mkdir -p "$out" build-gpu/logs
 out=$(cd "$out" && pwd)  # (absolute: some steps run inside build-gpu)
-marker=$(mktemp)  # the files written after it are this run's (packed at the end)
+logs=$(cd build-gpu/logs && pwd)
+rm -f "$logs"/*
 # transport::cuda_local's waits spin until another stream's kernel releases them, and a kernel's
 # lazy load may wait for the whole context (cuda_local.cuh): the benchmarks and examples that run
 # it load every kernel up front, as the tests do (one step below runs the transport test lazily)
 export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
 # and the ranks' streams need a hardware queue each, which CUDA maps from streams in a way it does
 # not document: 32 queues (CUDA's most; 8 unless set; the tests and the collectives' benchmark ask
-# for 32 themselves too). Since 2026-12-04 a world checks that its streams run side by side and
-# throws timed_out where they do not, and the tests run the ranks on the world's streams; one step
-# below runs the transport test at CUDA's default of 8, to compare
+# for 32 themselves too). A world checks that its streams run side by side and throws timed_out
+# where they do not; one step below runs the transport test at CUDA's default of 8, to compare
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 start=$(date +%s)
-summary=()
-# each result is printed as it comes too, so that a run stopped at the lease's limit still says
-# how far it got
-note() { summary+=("$1"); echo "gpu-check [$(elapsed)] $1"; }
-elapsed() { echo $(( $(date +%s) - start ))s; }
-# the later, optional steps are skipped when fewer than N seconds of the budget are left
-budget=${GPU_CHECK_BUDGET:-480}
+budget=${GPU_CHECK_BUDGET:-360}
 case $budget in '' | *[!0-9]*) echo "gpu-check: GPU_CHECK_BUDGET must be a number of seconds"; exit 1 ;; esac
 budget=$((10#$budget))  # (a leading zero is not octal)
-have() { [ $(( $(date +%s) - start + $1 )) -le "$budget" ]; }
+elapsed() { echo $(( $(date +%s) - start ))s; }
+left() { echo $(( budget - ($(date +%s) - start) )); }
+# a step's time limit: its own cap, or what the budget leaves if less (at least 1 s: `timeout 0`
+# would mean no limit)
+cap() { local l; l=$(left); [ "$l" -ge 1 ] || l=1; echo $(( l < $1 ? l : $1 )); }
+# whether at least N seconds of the budget are left
+have() { [ "$(left)" -ge "$1" ]; }
+summary=()
+# Saves what this run has so far to $OUT: the summary and every log (rewritten each time, so that
+# a call cut short still brings back everything up to its last step).
+save() {
+  printf '%s\n' "GPU: ${gpu:-?}   $(elapsed) of ${budget}s" >"$out/summary.txt"
+  printf '%-40s %-6s %s\n' "check" "result" "detail" >>"$out/summary.txt"
+  local row a b c
+  for row in "${summary[@]}"; do IFS='|' read -r a b c <<<"$row"; printf '%-40s %-6s %s\n' "$a" "$b" "$c"; done >>"$out/summary.txt"
+  (cd "$logs" && tar czf "$out/all-logs.tgz.part" -- * 2>/dev/null) && mv -f "$out/all-logs.tgz.part" "$out/all-logs.tgz"
+}
+note() { summary+=("$1"); echo "gpu-check [$(elapsed)] $1"; save; }
+# the outcome of a step run under `timeout`: pass, cut (at its limit) or FAIL
+outcome() {
+  case $1 in 0) echo pass ;; 124 | 137) echo cut ;; *) echo FAIL ;; esac
+}
+catch_tail() {  # the line Catch2 ends with, or the last failure
+  grep -E 'All tests passed|test cases' "$1" | tail -1 | cut -c1-140
+}
 
 gpu=$(nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null | head -1)
 arch=$(echo "$gpu" | awk -F', ' '{print $2}' | tr -d .)
 [ -n "$arch" ] || { echo "gpu-check: no NVIDIA GPU found"; exit 1; }
-echo "gpu-check: $gpu, building for sm_$arch"
+echo "gpu-check: $gpu; budget ${budget}s"
 
 prefix=()
-[ -d .gpu-deps ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps") &&
+if [ -d .gpu-deps ]; then
+  prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps")
   export LD_LIBRARY_PATH="$PWD/.gpu-deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-  -DZIPCCL_BUILD_EXAMPLES=ON -DZIPCCL_NATIVE=OFF "${prefix[@]}" >"$out/configure.log" 2>&1 ||
-  { tail -20 "$out/configure.log"; echo "gpu-check: configure failed"; exit 1; }
-targets=(test_cuda_codec test_cuda_chunk_codec test_cuda_block_codec test_cuda_context test_cuda_local
-  test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy)
-cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -20; echo "gpu-check: build failed"; exit 1; }
-note "build (sm_$arch)|ok|$(elapsed)"
-# the device subspace tests compare with the host codec, which needs a CBLAS; a failure to build
-# them is reported and the rest goes on
-if grep -q "no BLAS found" "$out/configure.log"; then
-  note "build subspace tests|skip|no CBLAS (run --prepare and carry .gpu-deps)"
-elif ! cmake --build build-gpu -j "$(nproc)" --target test_cuda_subspace >>"$out/build.log" 2>&1; then
-  note "build subspace tests|FAIL|see build.log"
-  grep -E "error" "$out/build.log" | head -10
 fi
-cmake --build build-gpu -j "$(nproc)" --target zipccl_cuda_fused_sum >>"$out/build.log" 2>&1 ||
-  note "build fused-sum example|FAIL|see build.log"
-# transport::nccl needs NCCL (in the CUDA toolkit directory on the development machine)
-cmake --build build-gpu -j "$(nproc)" --target test_nccl zipccl_nccl_all_reduce >>"$out/build.log" 2>&1 ||
-  note "build NCCL test and example|skip|NCCL not found or build failed (see build.log)"
-cmake --build build-gpu -j "$(nproc)" --target zipccl_custom_device_transport >>"$out/build.log" 2>&1 ||
-  note "build custom device transport example|FAIL|see build.log"
-bench_built=0
-cmake --build build-gpu -j "$(nproc)" --target bench_cuda_codec bench_cuda_collectives >>"$out/build.log" 2>&1 &&
-  bench_built=1
-cmake --build build-gpu -j "$(nproc)" --target bench_cuda_subspace >>"$out/build.log" 2>&1 ||
-  note "build subspace benchmark|FAIL|see build.log"
+configured=0
+configure() {  # build-gpu, once; 0 where it is configured
+  [ $configured = 1 ] && return 0
+  if cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+      -DZIPCCL_BUILD_EXAMPLES=ON -DZIPCCL_NATIVE=OFF "${prefix[@]}" >>"$logs/configure.log" 2>&1; then
+    configured=1
+    return 0
+  fi
+  note "configure|FAIL|see configure.log"
+  return 1
+}
+# builds targets in build-gpu, going on past failures (-k 0); 0 where all of them were built
+build() {
+  configure || return 1
+  timeout "$(cap 600)" cmake --build build-gpu -j "$(nproc)" --target "$@" -- -k 0 >>"$logs/build.log" 2>&1
+}
 
-# the gpu-labelled tests but cuda_local's and the collectives' (the 1 GiB case included); those,
-# which stalled on the first lease (2026-12-04), come after the codec's benchmark, so that a stall
-# cannot keep the decoder's figures from a run
-transport_bins=(test_cuda_local test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy)
-transport_tests='^test_cuda_(local|collectives|collective_codecs|collective_entropy)$'
-if (cd build-gpu && ctest -L gpu -E "$transport_tests" --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1); then
-  note "gpu tests but collectives|pass|$(grep -E 'tests passed' "$out/ctest.log" | tail -1)"
-else
-  note "gpu tests but collectives|FAIL|see ctest.log"
-  grep -E "FAILED|failed|Error|watchdog" "$out/ctest.log" | cut -c1-400 | head -20
+# 1. the binaries
+bin=""
+if [ -f .gpu-prebuilt/stamp ]; then
+  read -r want_stamp want_arch <.gpu-prebuilt/stamp
+  have_stamp=$(source_stamp)
+  if [ "$want_arch" != "$arch" ]; then
+    note "prebuilt binaries|skip|built for sm_$want_arch, this GPU is sm_$arch"
+  elif [ "$want_stamp" != "$have_stamp" ]; then
+    note "prebuilt binaries|skip|built from other sources ($want_stamp, here $have_stamp)"
+  # (Catch2 exits with the number of tests it lists: a spec that matches none makes 0 mean "it loads")
+  elif ! LD_LIBRARY_PATH="$PWD/.gpu-prebuilt/lib:${LD_LIBRARY_PATH:-}" .gpu-prebuilt/bin/test_cuda_codec \
+        --list-test-names-only "[gpu-check-probe]" >"$logs/prebuilt-probe.log" 2>&1; then
+    note "prebuilt binaries|skip|do not load here: $(tail -1 "$logs/prebuilt-probe.log" | cut -c1-120)"
+  else
+    bin=$PWD/.gpu-prebuilt/bin
+    export LD_LIBRARY_PATH="$PWD/.gpu-prebuilt/lib:${LD_LIBRARY_PATH:-}"
+    note "prebuilt binaries|ok|sm_$arch, sources $have_stamp"
+  fi
 fi
+if [ -z "$bin" ]; then
+  bin=$PWD/build-gpu/bin
+  build test_cuda_codec bench_cuda_codec
+  note "build test_cuda_codec bench_cuda_codec|$([ -x "$bin/test_cuda_codec" ] && echo ok || echo FAIL)|sm_$arch, $(elapsed)"
+  [ -x "$bin/test_cuda_codec" ] || grep -hE "error|Error" "$logs/configure.log" "$logs/build.log" 2>/dev/null | head -20
+fi
+tcc=$bin/test_cuda_codec
+bcc=$bin/bench_cuda_codec
 
-# what bounds the device rANS kernels (74 GB/s of bf16 decode on an H200 on 2026-12-04, against a
-# 500 GB/s goal): one launch of each, profiled by Nsight Compute (clocks left as they are): the
-# default decoder (a block per chunk) and the rANS chunks one per warp (not yet run on a GPU)
-# before the codec's benchmark, the encoder after it
-profile() {  # profile ROW KERNEL: one launch of KERNEL in bench_cuda_codec's bf16/entropy/ROW/256
-  local dir=$1 kernel=$2
-  if [ $bench_built != 1 ]; then return; fi
-  if ! command -v ncu >/dev/null; then note "ncu bf16 entropy $dir|skip|ncu not found"; return; fi
-  if ! have 150; then note "ncu bf16 entropy $dir|skip|out of time"; return; fi
-  timeout 120 ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
+# 2-8: test_cuda_codec and bench_cuda_codec in turns; Catch2 prints each case's time (--durations)
+codec_tests() {  # codec_tests NAME WARPS CAP [TEST SPEC]: test_cuda_codec with the decoder by warps on or off
+  local name=$1 warps=$2 c=$3
+  shift 3
+  if [ ! -x "$tcc" ]; then note "$name|skip|not built"; return; fi
+  if ! have 30; then note "$name|skip|out of time"; return; fi
+  ZIPCCL_TEST_RANS_WARPS=$warps timeout -k 5 "$(cap "$c")" "$tcc" --durations yes "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  note "$name|$(outcome $rc)|$(catch_tail "$logs/$name.log")"
+  [ $rc = 0 ] || grep -E "FAILED|failed|error|with expansion" "$logs/$name.log" | cut -c1-300 | head -12
+}
+bench() {  # bench NAME CAP FILTER: bench_cuda_codec's rows matching FILTER into $OUT/NAME.json
+  local name=$1 c=$2 filter=$3
+  if [ ! -x "$bcc" ]; then note "$name|skip|not built"; return; fi
+  if ! have 30; then note "$name|skip|out of time"; return; fi
+  timeout -k 5 "$(cap "$c")" "$bcc" --benchmark_filter="$filter" --benchmark_out="$out/$name.json" \
+    --benchmark_out_format=json >"$logs/$name.log" 2>&1
+  local rc=$?
+  note "$name|$(outcome $rc)|$name.json"
+  [ $rc = 0 ] || tail -5 "$logs/$name.log"
+}
+
+codec_tests codec-tests-blocks 0 170
+bench bench_entropy 120 '^(copy/(4|256)/|(bf16|fp16|fp32)/entropy/(compress|decompress)(_threads(64|128))?/)'
+codec_tests codec-tests-warps 1 120 '[rans],[rans-warps],[tuning]'
+bench bench_warps 90 'entropy/decompress_warps'
+
+# 6. compute-sanitizer on the small cases (the [sanitize] tag: nothing uninitialised in a decoder
+# by blocks that stops early; the decoder by warps with warps that decode a second chunk in the
+# same shared memory, and damaged chunks). (No tool checks uninitialised shared memory: initcheck
+# covers global memory only.)
+for tool in memcheck racecheck; do
+  if [ ! -x "$tcc" ]; then break; fi
+  if ! have 40; then note "sanitizer $tool|skip|out of time"; continue; fi
+  timeout -k 5 "$(cap 100)" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tcc" "[sanitize]" \
+    >"$logs/sanitizer-$tool.log" 2>&1
+  rc=$?
+  res=$(outcome $rc)
+  grep -q "No test cases matched" "$logs/sanitizer-$tool.log" && res=FAIL
+  note "sanitizer $tool|$res|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$logs/sanitizer-$tool.log" | tail -1)"
+done
+
+# 7. what bounds the device rANS kernels (74 GB/s of bf16 decode by blocks on an H200 on
+# 2026-12-04, against a 500 GB/s goal): one launch of each under Nsight Compute (clocks left as
+# they are), from bench_cuda_codec's bf16/entropy/ROW/256 row
+profile() {  # profile ROW KERNEL
+  local row=$1 kernel=$2
+  if [ ! -x "$bcc" ]; then return; fi
+  if ! command -v ncu >/dev/null; then note "ncu bf16 entropy $row|skip|ncu not found"; return; fi
+  if ! have 45; then note "ncu bf16 entropy $row|skip|out of time"; return; fi
+  timeout -k 5 "$(cap 75)" ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section SchedulerStats --section MemoryWorkloadAnalysis \
-    build-gpu/bin/bench_cuda_codec --benchmark_filter="^bf16/entropy/$dir/256" >"$out/ncu-$dir.txt" 2>&1
-  if [ $? = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$out/ncu-$dir.txt"; then
-    note "ncu bf16 entropy $dir|ran|$(grep -E 'Achieved Occupancy|Duration' "$out/ncu-$dir.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
+    "$bcc" --benchmark_filter="^bf16/entropy/$row/256" >"$logs/ncu-$row.txt" 2>&1
+  local rc=$?
+  if [ $rc = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$logs/ncu-$row.txt"; then
+    note "ncu bf16 entropy $row|ran|$(grep -E 'Achieved Occupancy|Duration' "$logs/ncu-$row.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
   else
-    note "ncu bf16 entropy $dir|FAIL|$(grep -m1 -E '==ERROR==|No kernels' "$out/ncu-$dir.txt" | cut -c1-160)"
+    note "ncu bf16 entropy $row|$(outcome $rc | sed 's/pass/FAIL/')|$(grep -m1 -E '==ERROR==|No kernels' "$logs/ncu-$row.txt" | cut -c1-160)"
   fi
 }
-profile decompress decode_kernel
 profile decompress_warps4 rans_warps_kernel
-
-# the codec's benchmark
-if [ $bench_built = 1 ]; then
-  if ! have 150; then
-    note "benchmarks|skip|out of time"
-  elif timeout 200 build-gpu/bin/bench_cuda_codec --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json \
-      >"$out/bench.log" 2>&1; then
-    note "benchmarks|ran|bench_cuda.json"
-  else
-    note "benchmarks|FAIL|see bench.log"
-  fi
-else
-  note "benchmarks|not built|Google Benchmark missing (run --prepare and carry .gpu-deps)"
-fi
+profile decompress decode_kernel
 profile compress encode_kernel
 
-# cuda_local's and the collectives' tests, one binary at a time, each in what the budget leaves
-# (a stalled case reports itself: ranks_on_gpu::finish after 30 s, testing::watchdog after 30-60
-# s; each binary's own log keeps what it printed, which a killed ctest would not); a binary cut
-# at the budget is noted as such, and nothing of it is left running for the next step
-ends_tests() {  # kills what is left of the test binaries (argv[0] under build-gpu/bin) and waits
-  pkill -KILL -f '^[^ ]*build-gpu/bin/test_cuda_' 2>/dev/null
-  for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f '^[^ ]*build-gpu/bin/test_cuda_' >/dev/null || break; sleep 1; done
-}
-local_passed=0
-transport_failed=0
-for t in "${transport_bins[@]}"; do
-  left=$(( budget - ($(date +%s) - start) - 30 ))
-  if [ $left -lt 100 ]; then note "$t|skip|out of time"; transport_failed=1; continue; fi
-  timeout -k 5 $(( left < 300 ? left : 300 )) "build-gpu/bin/$t" >"$out/$t.log" 2>&1
+# 8. the other codec tests and the 3-bit policies' benchmarks
+for t in test_cuda_chunk_codec test_cuda_block_codec test_cuda_context; do
+  exe=$bin/$t
+  [ -x "$exe" ] || exe=$PWD/build-gpu/bin/$t
+  if [ ! -x "$exe" ] && have 120; then build "$t"; fi
+  if [ ! -x "$exe" ]; then note "$t|skip|not built"; continue; fi
+  if ! have 30; then note "$t|skip|out of time"; continue; fi
+  timeout -k 5 "$(cap 120)" "$exe" --durations yes >"$logs/$t.log" 2>&1
   rc=$?
-  ends_tests
-  case $rc in
-    0) note "$t|pass|$(grep -E 'All tests passed|test cases' "$out/$t.log" | tail -1 | cut -c1-120)"
-       [ "$t" = test_cuda_local ] && local_passed=1 ;;
-    124 | 137) note "$t|cut|at its time limit (see $t.log)"; transport_failed=1 ;;
-    *) note "$t|FAIL|exit $rc (see $t.log)"; transport_failed=1
-       grep -E "FAILED|failed|watchdog|pending" "$out/$t.log" | cut -c1-400 | head -10 ;;
-  esac
+  note "$t|$(outcome $rc)|$(catch_tail "$logs/$t.log")"
 done
-# the tests load every kernel up front (CUDA_MODULE_LOADING=EAGER, see cuda_local.cuh); the
-# transport's own test again under CUDA's default lazy loading, which the world's preload covers
-# (only where it passed eagerly: else it would most likely stall again)
-if [ $local_passed = 0 ]; then
-  note "cuda_local, lazy loading|skip|not passed eagerly"
-elif ! have 90; then
-  note "cuda_local, lazy loading|skip|out of time"
-else
-  if CUDA_MODULE_LOADING=LAZY timeout -k 5 60 build-gpu/bin/test_cuda_local >"$out/cuda-local-lazy.log" 2>&1; then
-    note "cuda_local, lazy loading|pass|$(grep -E 'All tests passed' "$out/cuda-local-lazy.log" | tail -1)"
-  else
-    note "cuda_local, lazy loading|FAIL|$(grep -E 'watchdog' "$out/cuda-local-lazy.log" | head -1 | cut -c1-200)"
-  fi
-  ends_tests
+bench bench_other 120 '^(copy/|bf16/(analytic|histogram|fixed)/|fp16/(analytic|histogram)/|fp32/(analytic|histogram)/|bucket)'
+
+# 9. built here: the subspace codec's, NCCL's, cuda_local's and the collectives' tests, the
+# examples and benchmarks (each target on its own, so that one that fails to build costs no other)
+b9=$PWD/build-gpu/bin
+for t in test_cuda_subspace test_nccl test_cuda_local test_cuda_collectives test_cuda_collective_codecs \
+    test_cuda_collective_entropy zipccl_custom_device_transport zipccl_nccl_all_reduce zipccl_cuda_fused_sum \
+    bench_cuda_collectives bench_cuda_subspace; do
+  have 150 || break
+  build "$t" || echo "gpu-check: $t did not build (build.log)"
+done
+have 150 || note "build of collectives, subspace, examples|cut|out of time"
+run_bin() {  # run_bin NAME CAP CMD...: a test binary or example, killed with what it started at its cap
+  local name=$1 c=$2
+  shift 2
+  if ! have 30; then note "$name|skip|out of time"; return 1; fi
+  timeout -k 5 "$(cap "$c")" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  pkill -KILL -f "^[^ ]*build-gpu/bin/" 2>/dev/null
+  note "$name|$(outcome $rc)|$(catch_tail "$logs/$name.log")"
+  [ $rc = 0 ] || grep -E "FAILED|failed|watchdog|pending|side by side" "$logs/$name.log" | cut -c1-300 | head -8
+  return $rc
+}
+if [ -x "$b9/test_cuda_subspace" ] && run_bin test_cuda_subspace 90 "$b9/test_cuda_subspace" && have 40; then
+  # its small error case: bad token ids must not reach outside the buffers
+  timeout -k 5 "$(cap 60)" compute-sanitizer --tool memcheck --error-exitcode 3 "$b9/test_cuda_subspace" "[sanitize]" \
+    >"$logs/sanitizer-subspace.log" 2>&1
+  note "sanitizer memcheck (subspace)|$(outcome $?)|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$logs/sanitizer-subspace.log" | tail -1)"
 fi
-# and at CUDA's default of 8 hardware queues: where the worlds refuse their streams here (timed_out,
-# "do not run side by side") but not at 32, two streams shared a queue there (the first lease's
-# stall came at 32 queues, with the tests' own streams, which a mapping of streams to queues in
-# creation order would have kept apart: so either the mapping is not that, or the cause is another)
-if [ $local_passed = 0 ]; then
-  note "cuda_local, 8 queues|skip|not passed at 32"
-elif ! have 90; then
-  note "cuda_local, 8 queues|skip|out of time"
-else
-  if CUDA_DEVICE_MAX_CONNECTIONS=8 timeout -k 5 60 build-gpu/bin/test_cuda_local >"$out/cuda-local-8-queues.log" 2>&1; then
-    note "cuda_local, 8 queues|pass|$(grep -E 'All tests passed' "$out/cuda-local-8-queues.log" | tail -1)"
-  else
-    note "cuda_local, 8 queues|FAIL|$(grep -m1 -E 'side by side|watchdog|FAILED' "$out/cuda-local-8-queues.log" | cut -c1-200)"
-  fi
-  ends_tests
+[ -x "$b9/test_nccl" ] && run_bin test_nccl 60 "$b9/test_nccl"
+# (a stalled case reports itself: ranks_on_gpu::finish after 30 s, testing::watchdog after 30-60 s)
+local_passed=0
+if [ -x "$b9/test_cuda_local" ] && run_bin test_cuda_local 120 "$b9/test_cuda_local"; then local_passed=1; fi
+if [ $local_passed = 1 ]; then
+  CUDA_MODULE_LOADING=LAZY run_bin cuda-local-lazy 60 "$b9/test_cuda_local"
+  CUDA_DEVICE_MAX_CONNECTIONS=8 run_bin cuda-local-8-queues 60 "$b9/test_cuda_local"
+fi
+for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
+  [ -x "$b9/$t" ] && run_bin "$t" 150 "$b9/$t"
+done
+[ $local_passed = 1 ] && [ -x "$b9/zipccl_custom_device_transport" ] &&
+  run_bin example-custom-device-transport 60 "$b9/zipccl_custom_device_transport"
+[ -x "$b9/zipccl_nccl_all_reduce" ] && run_bin example-nccl-all-reduce 60 "$b9/zipccl_nccl_all_reduce"
+[ -x "$b9/zipccl_cuda_fused_sum" ] && run_bin example-fused-sum 60 "$b9/zipccl_cuda_fused_sum"
+if [ -x "$b9/bench_cuda_collectives" ] && have 60; then
+  timeout -k 5 "$(cap 150)" "$b9/bench_cuda_collectives" --benchmark_counters_tabular=true \
+    --speeds-out="$logs/device-speeds.txt" --benchmark_out="$out/bench_collectives.json" \
+    --benchmark_out_format=json >"$logs/bench_collectives.log" 2>&1
+  note "bench_collectives|$(outcome $?)|bench_collectives.json"
+fi
+if [ -x "$b9/bench_cuda_subspace" ] && have 60; then
+  timeout -k 5 "$(cap 100)" "$b9/bench_cuda_subspace" --benchmark_counters_tabular=true \
+    --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$logs/bench_subspace.log" 2>&1
+  note "bench_subspace|$(outcome $?)|bench_subspace.json"
 fi
 
-# the collectives' and the subspace codec's benchmarks
-if [ $bench_built = 1 ]; then
-  if ! have 150; then
-    note "collective benchmarks|skip|out of time"
-  elif timeout 200 build-gpu/bin/bench_cuda_collectives --benchmark_counters_tabular=true \
-      --speeds-out="$out/device-speeds.txt" \
-      --benchmark_out="$out/bench_collectives.json" --benchmark_out_format=json >"$out/bench_collectives.log" 2>&1; then
-    note "collective benchmarks|ran|bench_collectives.log"
-  else
-    note "collective benchmarks|FAIL|see bench_collectives.log"
-  fi
-  if [ -x build-gpu/bin/bench_cuda_subspace ] && have 100; then
-    timeout 120 build-gpu/bin/bench_cuda_subspace --benchmark_counters_tabular=true \
-      --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$out/bench_subspace.log" 2>&1 &&
-      note "subspace benchmarks|ran|bench_subspace.log" || note "subspace benchmarks|FAIL|see bench_subspace.log"
-  fi
-fi
-
-# the host AVX-512 paths against the reference, where this machine's CPU has AVX-512 (the
-# development VM has none: there the test is built and skipped)
+# 10. the host AVX-512 paths against the reference, where this CPU has them
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-if ! have 60; then
+if ! grep -q avx512_vbmi2 /proc/cpuinfo; then
+  note "host AVX-512 tests|skip|$cpu has no AVX-512 VBMI2"
+elif ! have 120; then
   note "host AVX-512 tests|skip|out of time"
-elif cmake --build build-gpu -j "$(nproc)" --target test_host_simd_avx512 >>"$out/build.log" 2>&1; then
-  timeout 300 build-gpu/bin/test_host_simd_avx512 >"$out/host-avx512.log" 2>&1
-  case $? in
-    0) note "host AVX-512 tests|pass|$cpu: $(grep -E 'All tests passed' "$out/host-avx512.log" | tail -1)" ;;
-    77) note "host AVX-512 tests|skip|$(head -1 "$out/host-avx512.log")" ;;
-    *) note "host AVX-512 tests|FAIL|$cpu: see host-avx512.log" ;;
-  esac
+elif build test_host_simd_avx512 && have 30; then
+  timeout "$(cap 200)" "$b9/test_host_simd_avx512" >"$logs/host-avx512.log" 2>&1
+  rc=$?
+  note "host AVX-512 tests|$(outcome $rc)|$cpu: $(catch_tail "$logs/host-avx512.log")"
 else
-  note "host AVX-512 tests|FAIL|build failed (see build.log)"
-fi
-
-# the host rANS kernels' speed on this machine's CPU (-march=native: the AVX-512 kernels where it
-# has AVX-512, never timed on the development VMs), beside memcpy in the same run
-if ! grep -q avx512bw /proc/cpuinfo; then
-  note "host AVX-512 rANS speed|skip|$cpu has no AVX-512"
-elif ! have 90; then
-  note "host AVX-512 rANS speed|skip|out of time"
-elif cmake -S . -B build-host -G Ninja -DCMAKE_BUILD_TYPE=Release -DZIPCCL_ENABLE_CUDA=OFF -DZIPCCL_NATIVE=ON \
-       -DZIPCCL_BUILD_TESTS=OFF -DZIPCCL_BUILD_EXAMPLES=OFF -DZIPCCL_BUILD_BENCHMARKS=ON "${prefix[@]}" \
-       >>"$out/configure.log" 2>&1 &&
-     cmake --build build-host -j "$(nproc)" --target bench_host_codec >>"$out/build.log" 2>&1; then
-  if timeout 120 build-host/bin/bench_host_codec --benchmark_min_time=0.2 \
-       --benchmark_filter='gaussian/(memcpy|compress/entropy|decompress/entropy|compress/histogram|decompress/histogram)' \
-       --benchmark_out="$out/bench_host.json" --benchmark_out_format=json >"$out/bench-host.log" 2>&1; then
-    note "host AVX-512 rANS speed|ran|$cpu: bench_host.json"
-  else
-    note "host AVX-512 rANS speed|FAIL|see bench-host.log"
-  fi
-else
-  note "host AVX-512 rANS speed|FAIL|build failed (see build.log)"
-fi
-
-# compute-sanitizer on small cases: the graph-captured round trip, and the decoder with blocks
-# that stop early (initcheck finds shared memory read before it is written)
-for tool in memcheck racecheck initcheck synccheck; do
-  # Catch2 splits test names at commas: the early-exit case is selected by its tag
-  # ("rANS streams*": the rANS decoders by blocks and by warps on damaged streams)
-  for case in "device compress and decompress under CUDA graph capture*" "[sanitize]" "rANS streams*"; do
-    tag=$([ "$case" = "[sanitize]" ] && echo early-exit || { [ "$case" = "rANS streams*" ] && echo rans || echo graph; })
-    have 45 || { note "sanitizer $tool ($tag)|skip|out of time"; continue; }
-    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 3 build-gpu/bin/test_cuda_codec \
-      "$case" >"$out/sanitizer-$tool-$tag.log" 2>&1
-    rc=$?
-    if [ $rc = 124 ] || [ $rc = 137 ]; then
-      note "sanitizer $tool ($tag)|cut|timeout 120 s; $(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
-    elif [ $rc = 0 ] && ! grep -q "No test cases matched" "$out/sanitizer-$tool-$tag.log"; then
-      note "sanitizer $tool ($tag)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
-    else
-      note "sanitizer $tool ($tag)|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-$tool-$tag.log" | tail -1)"
-    fi
-  done
-done
-# (the device collectives are not run under compute-sanitizer: it serialises kernels, and
-# cuda_local's ranks wait for each other's kernels on other streams)
-# (the custom transport example runs on cuda_local: not after its tests failed or stalled)
-for ex in zipccl_custom_device_transport zipccl_nccl_all_reduce; do
-  [ -x build-gpu/bin/$ex ] || continue
-  if [ $ex = zipccl_custom_device_transport ] && [ $transport_failed = 1 ]; then
-    note "example $ex|skip|cuda_local's tests did not pass"
-  elif ! have 75; then
-    note "example $ex|skip|out of time"
-  elif timeout -k 5 60 build-gpu/bin/$ex >"$out/$ex.log" 2>&1; then
-    note "example $ex|pass|$(tail -1 "$out/$ex.log")"
-  else
-    note "example $ex|FAIL|see $ex.log"
-  fi
-done
-if [ -x build-gpu/bin/zipccl_cuda_fused_sum ]; then
-  if ! have 75; then
-    note "example fused sum|skip|out of time"
-  elif timeout -k 5 60 build-gpu/bin/zipccl_cuda_fused_sum >"$out/fused_sum.log" 2>&1; then
-    note "example fused sum|pass|$(tail -1 "$out/fused_sum.log")"
-  else
-    note "example fused sum|FAIL|see fused_sum.log"
-  fi
-fi
-# the subspace codec's small error case (bad token ids must not reach outside the buffers)
-if [ -x build-gpu/bin/test_cuda_subspace ] && have 45; then
-  if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 build-gpu/bin/test_cuda_subspace \
-      "[sanitize]" >"$out/sanitizer-subspace.log" 2>&1 && ! grep -q "No test cases matched" "$out/sanitizer-subspace.log"; then
-    note "memcheck (subspace)|pass|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-subspace.log" | tail -1)"
-  else
-    note "memcheck (subspace)|FAIL|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$out/sanitizer-subspace.log" | tail -1)"
-  fi
+  note "host AVX-512 tests|FAIL|not built or out of time (build.log)"
 fi
 
 echo
-echo "GPU: $gpu   total $(elapsed)"
-printf '%-28s %-6s %s\n' "check" "result" "detail"
-for row in "${summary[@]}"; do IFS='|' read -r a b c <<<"$row"; printf '%-28s %-6s %s\n' "$a" "$b" "$c"; done
-if [ -f "$out/bench_cuda.json" ]; then
-  python3 - "$out/bench_cuda.json" <<'PY'
+cat "$out/summary.txt"
+for f in "$out"/bench_*.json; do
+  [ -f "$f" ] || continue
+  python3 - "$f" <<'PY'
 import json, sys
 try:
     rows = json.load(open(sys.argv[1]))["benchmarks"]
-except (ValueError, KeyError) as e:  # (a benchmark cut by its timeout leaves the JSON unfinished)
-    print("\nbench_cuda.json unreadable (%s): see bench.log" % e)
+except (ValueError, KeyError) as e:  # (a benchmark cut at its limit leaves the JSON unfinished)
+    print("\n%s unreadable (%s)" % (sys.argv[1], e))
     sys.exit(0)
-print("\n%-28s %8s %8s %8s %7s" % ("benchmark (MiB)", "TB/s", "of copy", "ratio", ""))
+print("\n%-40s %8s %8s %8s" % (sys.argv[1].split("/")[-1] + " (MiB)", "TB/s", "of copy", "ratio"))
 for r in rows:
     if r.get("error_occurred"):
-        print("%-28s %s" % (r["name"], r.get("error_message", "error"))); continue
+        print("%-40s %s" % (r["name"], r.get("error_message", "error"))); continue
     tb = r.get("TBps", r.get("read_plus_write_TBps", 0))
-    print("%-28s %8.3f %8s %8s" % (r["name"].replace("/manual_time", "").replace("/iterations:3", ""), tb,
+    print("%-40s %8.3f %8s %8s" % (r["name"].replace("/manual_time", "").replace("/iterations:3", ""), tb,
           "%.2f" % r["of_copy"] if "of_copy" in r else "", "%.3f" % r["ratio"] if "ratio" in r else ""))
 PY
-fi
-if [ -f "$out/bench_subspace.log" ]; then
-  echo
-  grep -E "^(bm_|Benchmark|-)" "$out/bench_subspace.log" | head -40
-fi
-# The device tool brings back at most 8 files of $OUT: this run's files go into one archive,
-# the ctest log and the codec benchmark's JSON stay beside it
-if [ -n "${OUT:-}" ]; then
-  mapfile -t mine < <(cd "$out" && find . -maxdepth 1 -type f -newer "$marker" ! -name all-logs.tgz)
-  if [ ${#mine[@]} -gt 0 ] && (cd "$out" && tar czf all-logs.tgz -- "${mine[@]}"); then
-    for f in "${mine[@]}"; do
-      case $f in ./ctest.log | ./bench_cuda.json) ;; *) rm -f -- "$out/$f" ;; esac
-    done
-    echo "logs: $out/all-logs.tgz"
-  fi
-fi
-rm -f "$marker"
+done
+save
+echo "logs: $out/all-logs.tgz"
