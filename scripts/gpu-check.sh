@@ -72,11 +72,14 @@ if [ "${1:-}" = "--prepare" ]; then
   rm -rf .gpu-prebuilt
   parch=${GPU_CHECK_ARCH:-90}
   export PATH="$PATH:/usr/local/cuda/bin"
+  stamp=$(source_stamp)  # (before the build: an edit made during it must not match these binaries)
+  mkdir -p build-gpu-prebuilt
+  plog=build-gpu-prebuilt/prepare.log
   if ! command -v nvcc >/dev/null; then
     echo "gpu-check --prepare: no nvcc: nothing prebuilt (the GPU machine will build)"
   elif cmake -S . -B build-gpu-prebuilt -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$parch" \
-         -DZIPCCL_NATIVE=OFF -DZIPCCL_BUILD_EXAMPLES=OFF >build-gpu-prebuilt.log 2>&1 &&
-       cmake --build build-gpu-prebuilt -j "$(nproc)" --target "${prebuilt_targets[@]}" >>build-gpu-prebuilt.log 2>&1; then
+         -DZIPCCL_NATIVE=OFF -DZIPCCL_BUILD_EXAMPLES=OFF >"$plog" 2>&1 &&
+       cmake --build build-gpu-prebuilt -j "$(nproc)" --target "${prebuilt_targets[@]}" >>"$plog" 2>&1; then
     mkdir -p .gpu-prebuilt/bin .gpu-prebuilt/lib
     for t in "${prebuilt_targets[@]}"; do
       cp build-gpu-prebuilt/bin/"$t" .gpu-prebuilt/bin/ && strip .gpu-prebuilt/bin/"$t"
@@ -84,12 +87,11 @@ if [ "${1:-}" = "--prepare" ]; then
     # (libcudart and libbenchmark: the files the binaries name, copied under those names)
     ldd .gpu-prebuilt/bin/* | awk '/libcudart|libbenchmark/ {print $1, $3}' | sort -u |
       while read -r name path; do cp -L "$path" ".gpu-prebuilt/lib/$name"; done
-    echo "$(source_stamp) $parch" >.gpu-prebuilt/stamp
-    rm -f build-gpu-prebuilt.log
+    echo "$stamp $parch" >.gpu-prebuilt/stamp
     echo "gpu-check --prepare: prebuilt for sm_$parch: ${prebuilt_targets[*]}"
   else
-    tail -20 build-gpu-prebuilt.log
-    echo "gpu-check --prepare: the prebuilt binaries failed to build (build-gpu-prebuilt.log); the GPU machine will build"
+    tail -20 "$plog"
+    echo "gpu-check --prepare: the prebuilt binaries failed to build ($plog); the GPU machine will build"
   fi
   du -sh .gpu-deps .gpu-prebuilt 2>/dev/null
   echo "carry: .gpu-deps .gpu-prebuilt"
@@ -148,16 +150,21 @@ echo "gpu-check: $gpu; budget ${budget}s"
 prefix=()
 if [ -d .gpu-deps ]; then
   prefix=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps")
-  export LD_LIBRARY_PATH="$PWD/.gpu-deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="$PWD/.gpu-deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# the library path of the binaries run from $bin: the prebuilt ones' own libcudart and
+# libbenchmark first (only for them: what is built here takes this machine's)
+bin_libs=${LD_LIBRARY_PATH:-}
 configured=0
-configure() {  # build-gpu, once; 0 where it is configured
+configure() {  # build-gpu, once (a failure too); 0 where it is configured
   [ $configured = 1 ] && return 0
-  if cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  [ $configured = 2 ] && return 1
+  if timeout "$(cap 120)" cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
       -DZIPCCL_BUILD_EXAMPLES=ON -DZIPCCL_NATIVE=OFF "${prefix[@]}" >>"$logs/configure.log" 2>&1; then
     configured=1
     return 0
   fi
+  configured=2
   note "configure|FAIL|see configure.log"
   return 1
 }
@@ -177,12 +184,12 @@ if [ -f .gpu-prebuilt/stamp ]; then
   elif [ "$want_stamp" != "$have_stamp" ]; then
     note "prebuilt binaries|skip|built from other sources ($want_stamp, here $have_stamp)"
   # (Catch2 exits with the number of tests it lists: a spec that matches none makes 0 mean "it loads")
-  elif ! LD_LIBRARY_PATH="$PWD/.gpu-prebuilt/lib:${LD_LIBRARY_PATH:-}" .gpu-prebuilt/bin/test_cuda_codec \
-        --list-test-names-only "[gpu-check-probe]" >"$logs/prebuilt-probe.log" 2>&1; then
+  elif ! timeout 60 env LD_LIBRARY_PATH="$PWD/.gpu-prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        .gpu-prebuilt/bin/test_cuda_codec --list-test-names-only "[gpu-check-probe]" >"$logs/prebuilt-probe.log" 2>&1; then
     note "prebuilt binaries|skip|do not load here: $(tail -1 "$logs/prebuilt-probe.log" | cut -c1-120)"
   else
     bin=$PWD/.gpu-prebuilt/bin
-    export LD_LIBRARY_PATH="$PWD/.gpu-prebuilt/lib:${LD_LIBRARY_PATH:-}"
+    bin_libs="$PWD/.gpu-prebuilt/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     note "prebuilt binaries|ok|sm_$arch, sources $have_stamp"
   fi
 fi
@@ -201,7 +208,8 @@ codec_tests() {  # codec_tests NAME WARPS CAP [TEST SPEC]: test_cuda_codec with 
   shift 3
   if [ ! -x "$tcc" ]; then note "$name|skip|not built"; return; fi
   if ! have 30; then note "$name|skip|out of time"; return; fi
-  ZIPCCL_TEST_RANS_WARPS=$warps timeout -k 5 "$(cap "$c")" "$tcc" --durations yes "$@" >"$logs/$name.log" 2>&1
+  ZIPCCL_TEST_RANS_WARPS=$warps timeout -k 5 "$(cap "$c")" env LD_LIBRARY_PATH="$bin_libs" "$tcc" --durations yes "$@" \
+    >"$logs/$name.log" 2>&1
   local rc=$?
   note "$name|$(outcome $rc)|$(catch_tail "$logs/$name.log")"
   [ $rc = 0 ] || grep -E "FAILED|failed|error|with expansion" "$logs/$name.log" | cut -c1-300 | head -12
@@ -210,7 +218,7 @@ bench() {  # bench NAME CAP FILTER: bench_cuda_codec's rows matching FILTER into
   local name=$1 c=$2 filter=$3
   if [ ! -x "$bcc" ]; then note "$name|skip|not built"; return; fi
   if ! have 30; then note "$name|skip|out of time"; return; fi
-  timeout -k 5 "$(cap "$c")" "$bcc" --benchmark_filter="$filter" --benchmark_out="$out/$name.json" \
+  timeout -k 5 "$(cap "$c")" env LD_LIBRARY_PATH="$bin_libs" "$bcc" --benchmark_filter="$filter" --benchmark_out="$out/$name.json" \
     --benchmark_out_format=json >"$logs/$name.log" 2>&1
   local rc=$?
   note "$name|$(outcome $rc)|$name.json"
@@ -220,21 +228,23 @@ bench() {  # bench NAME CAP FILTER: bench_cuda_codec's rows matching FILTER into
 codec_tests codec-tests-blocks 0 170
 bench bench_entropy 120 '^(copy/(4|256)/|(bf16|fp16|fp32)/entropy/(compress|decompress)(_threads(64|128))?/)'
 codec_tests codec-tests-warps 1 120 '[rans],[rans-warps],[tuning]'
-bench bench_warps 90 'entropy/decompress_warps'
+bench bench_warps 90 '^copy/(4|256)/|entropy/decompress_warps'
 
 # 6. compute-sanitizer on the small cases (the [sanitize] tag: nothing uninitialised in a decoder
 # by blocks that stops early; the decoder by warps with warps that decode a second chunk in the
-# same shared memory, and damaged chunks). (No tool checks uninitialised shared memory: initcheck
-# covers global memory only.)
-for tool in memcheck racecheck; do
+# same shared memory, and damaged chunks): memcheck and racecheck first, then initcheck (global
+# memory: no tool checks shared memory read before it is written) and synccheck (the warps'
+# shuffles and ballots) where time is left. Kernels load lazily here, so that only those the
+# cases run are instrumented.
+for tool in memcheck racecheck initcheck synccheck; do
   if [ ! -x "$tcc" ]; then break; fi
   if ! have 40; then note "sanitizer $tool|skip|out of time"; continue; fi
-  timeout -k 5 "$(cap 100)" compute-sanitizer --tool "$tool" --error-exitcode 3 "$tcc" "[sanitize]" \
-    >"$logs/sanitizer-$tool.log" 2>&1
+  CUDA_MODULE_LOADING=LAZY timeout -k 5 "$(cap 100)" env LD_LIBRARY_PATH="$bin_libs" compute-sanitizer --tool "$tool" \
+    --error-exitcode 3 "$tcc" "[sanitize]" >"$logs/sanitizer-$tool.log" 2>&1
   rc=$?
   res=$(outcome $rc)
   grep -q "No test cases matched" "$logs/sanitizer-$tool.log" && res=FAIL
-  note "sanitizer $tool|$res|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$logs/sanitizer-$tool.log" | tail -1)"
+  note "sanitizer $tool|$res|$(grep -Eo '(ERROR|RACECHECK) SUMMARY: .*' "$logs/sanitizer-$tool.log" | tail -2 | tr '\n' ' ')"
 done
 
 # 7. what bounds the device rANS kernels (74 GB/s of bf16 decode by blocks on an H200 on
@@ -248,7 +258,7 @@ profile() {  # profile ROW KERNEL
   timeout -k 5 "$(cap 75)" ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section SchedulerStats --section MemoryWorkloadAnalysis \
-    "$bcc" --benchmark_filter="^bf16/entropy/$row/256" >"$logs/ncu-$row.txt" 2>&1
+    env LD_LIBRARY_PATH="$bin_libs" "$bcc" --benchmark_filter="^bf16/entropy/$row/256" >"$logs/ncu-$row.txt" 2>&1
   local rc=$?
   if [ $rc = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$logs/ncu-$row.txt"; then
     note "ncu bf16 entropy $row|ran|$(grep -E 'Achieved Occupancy|Duration' "$logs/ncu-$row.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
@@ -263,11 +273,13 @@ profile compress encode_kernel
 # 8. the other codec tests and the 3-bit policies' benchmarks
 for t in test_cuda_chunk_codec test_cuda_block_codec test_cuda_context; do
   exe=$bin/$t
-  [ -x "$exe" ] || exe=$PWD/build-gpu/bin/$t
-  if [ ! -x "$exe" ] && have 120; then build "$t"; fi
+  if [ "$bin" != "$PWD/.gpu-prebuilt/bin" ]; then  # (built here, now: a binary of an earlier call may be stale)
+    if ! have 120; then note "$t|skip|out of time"; continue; fi
+    build "$t" || { note "$t|FAIL|did not build (build.log)"; continue; }
+  fi
   if [ ! -x "$exe" ]; then note "$t|skip|not built"; continue; fi
   if ! have 30; then note "$t|skip|out of time"; continue; fi
-  timeout -k 5 "$(cap 120)" "$exe" --durations yes >"$logs/$t.log" 2>&1
+  timeout -k 5 "$(cap 120)" env LD_LIBRARY_PATH="$bin_libs" "$exe" --durations yes >"$logs/$t.log" 2>&1
   rc=$?
   note "$t|$(outcome $rc)|$(catch_tail "$logs/$t.log")"
 done
@@ -276,13 +288,15 @@ bench bench_other 120 '^(copy/|bf16/(analytic|histogram|fixed)/|fp16/(analytic|h
 # 9. built here: the subspace codec's, NCCL's, cuda_local's and the collectives' tests, the
 # examples and benchmarks (each target on its own, so that one that fails to build costs no other)
 b9=$PWD/build-gpu/bin
+built=" "  # (the targets this call built: a binary left by an earlier call on this machine is not run)
 for t in test_cuda_subspace test_nccl test_cuda_local test_cuda_collectives test_cuda_collective_codecs \
     test_cuda_collective_entropy zipccl_custom_device_transport zipccl_nccl_all_reduce zipccl_cuda_fused_sum \
     bench_cuda_collectives bench_cuda_subspace; do
   have 150 || break
-  build "$t" || echo "gpu-check: $t did not build (build.log)"
+  if build "$t"; then built+="$t "; else echo "gpu-check: $t did not build (build.log)"; fi
 done
 have 150 || note "build of collectives, subspace, examples|cut|out of time"
+ok9() { [[ $built == *" $1 "* ]] && [ -x "$b9/$1" ]; }  # built by this call
 run_bin() {  # run_bin NAME CAP CMD...: a test binary or example, killed with what it started at its cap
   local name=$1 c=$2
   shift 2
@@ -294,34 +308,34 @@ run_bin() {  # run_bin NAME CAP CMD...: a test binary or example, killed with wh
   [ $rc = 0 ] || grep -E "FAILED|failed|watchdog|pending|side by side" "$logs/$name.log" | cut -c1-300 | head -8
   return $rc
 }
-if [ -x "$b9/test_cuda_subspace" ] && run_bin test_cuda_subspace 90 "$b9/test_cuda_subspace" && have 40; then
+if ok9 test_cuda_subspace && run_bin test_cuda_subspace 90 "$b9/test_cuda_subspace" && have 40; then
   # its small error case: bad token ids must not reach outside the buffers
   timeout -k 5 "$(cap 60)" compute-sanitizer --tool memcheck --error-exitcode 3 "$b9/test_cuda_subspace" "[sanitize]" \
     >"$logs/sanitizer-subspace.log" 2>&1
   note "sanitizer memcheck (subspace)|$(outcome $?)|$(grep -Eo 'ERROR SUMMARY: [0-9]+ errors' "$logs/sanitizer-subspace.log" | tail -1)"
 fi
-[ -x "$b9/test_nccl" ] && run_bin test_nccl 60 "$b9/test_nccl"
+ok9 test_nccl && run_bin test_nccl 60 "$b9/test_nccl"
 # (a stalled case reports itself: ranks_on_gpu::finish after 30 s, testing::watchdog after 30-60 s)
 local_passed=0
-if [ -x "$b9/test_cuda_local" ] && run_bin test_cuda_local 120 "$b9/test_cuda_local"; then local_passed=1; fi
+if ok9 test_cuda_local && run_bin test_cuda_local 120 "$b9/test_cuda_local"; then local_passed=1; fi
 if [ $local_passed = 1 ]; then
   CUDA_MODULE_LOADING=LAZY run_bin cuda-local-lazy 60 "$b9/test_cuda_local"
   CUDA_DEVICE_MAX_CONNECTIONS=8 run_bin cuda-local-8-queues 60 "$b9/test_cuda_local"
 fi
 for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
-  [ -x "$b9/$t" ] && run_bin "$t" 150 "$b9/$t"
+  ok9 "$t" && run_bin "$t" 150 "$b9/$t"
 done
-[ $local_passed = 1 ] && [ -x "$b9/zipccl_custom_device_transport" ] &&
+[ $local_passed = 1 ] && ok9 zipccl_custom_device_transport &&
   run_bin example-custom-device-transport 60 "$b9/zipccl_custom_device_transport"
-[ -x "$b9/zipccl_nccl_all_reduce" ] && run_bin example-nccl-all-reduce 60 "$b9/zipccl_nccl_all_reduce"
-[ -x "$b9/zipccl_cuda_fused_sum" ] && run_bin example-fused-sum 60 "$b9/zipccl_cuda_fused_sum"
-if [ -x "$b9/bench_cuda_collectives" ] && have 60; then
+ok9 zipccl_nccl_all_reduce && run_bin example-nccl-all-reduce 60 "$b9/zipccl_nccl_all_reduce"
+ok9 zipccl_cuda_fused_sum && run_bin example-fused-sum 60 "$b9/zipccl_cuda_fused_sum"
+if ok9 bench_cuda_collectives && have 60; then
   timeout -k 5 "$(cap 150)" "$b9/bench_cuda_collectives" --benchmark_counters_tabular=true \
     --speeds-out="$logs/device-speeds.txt" --benchmark_out="$out/bench_collectives.json" \
     --benchmark_out_format=json >"$logs/bench_collectives.log" 2>&1
   note "bench_collectives|$(outcome $?)|bench_collectives.json"
 fi
-if [ -x "$b9/bench_cuda_subspace" ] && have 60; then
+if ok9 bench_cuda_subspace && have 60; then
   timeout -k 5 "$(cap 100)" "$b9/bench_cuda_subspace" --benchmark_counters_tabular=true \
     --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$logs/bench_subspace.log" 2>&1
   note "bench_subspace|$(outcome $?)|bench_subspace.json"

@@ -47,6 +47,7 @@ bool warp_decode(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
   bool ok[32];
   we::run_warp([&](unsigned l) { ok[l] = cuda::detail::warp_rans<E>::decode(shared, chunk, m, o); });
   for (unsigned l = 1; l < 32; ++l) REQUIRE(ok[l] == ok[0]);
+  REQUIRE(dst[odd ? 0 : bytes] == 0xEE);  // (nothing written outside the output)
   out.assign(o, o + bytes);
   return ok[0];
 }
