@@ -265,9 +265,11 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
       testing::repair_hashes(bad);
       CHECK(host::decompress_as<E>(bad.data(), bad.size(), ref.data(), ref.size()) == status::corrupt);
       CHECK(device_decompress<E>(bad, bad.size(), n, &back) == status::corrupt);
-      // by warps, a chunk that failed its checks is never decoded: its output keeps the fill
+      // by warps, a chunk that failed its checks is never decoded: its output keeps the fill (with
+      // the decoder by warps off, decompress_with decodes by blocks, which promise no such thing)
       REQUIRE(decompress_with<E, rans_warps>(bad, bad.size(), n, &back) == status::corrupt);
-      CHECK(std::all_of(back.begin(), back.begin() + chunk * sizeof(bits_type), [](std::uint8_t x) { return x == 0xEE; }));
+      if (testing::rans_warps_on())
+        CHECK(std::all_of(back.begin(), back.begin() + chunk * sizeof(bits_type), [](std::uint8_t x) { return x == 0xEE; }));
     }
     INFO("checksum " << checksum);
     damaged_bytes_as_host<E>(s, n, 100, 52);
