@@ -195,7 +195,10 @@ if [ -f .gpu-prebuilt/stamp ]; then
 fi
 if [ -z "$bin" ]; then
   bin=$PWD/build-gpu/bin
-  build test_cuda_codec bench_cuda_codec
+  if ! build test_cuda_codec bench_cuda_codec; then
+    # (which one failed: a binary an earlier call left on this machine must not stand in for it)
+    for t in test_cuda_codec bench_cuda_codec; do build "$t" || rm -f "$bin/$t"; done
+  fi
   note "build test_cuda_codec bench_cuda_codec|$([ -x "$bin/test_cuda_codec" ] && echo ok || echo FAIL)|sm_$arch, $(elapsed)"
   [ -x "$bin/test_cuda_codec" ] || grep -hE "error|Error" "$logs/configure.log" "$logs/build.log" 2>/dev/null | head -20
 fi
