@@ -258,10 +258,10 @@ profile() {  # profile ROW KERNEL
   if [ ! -x "$bcc" ]; then return; fi
   if ! command -v ncu >/dev/null; then note "ncu bf16 entropy $row|skip|ncu not found"; return; fi
   if ! have 45; then note "ncu bf16 entropy $row|skip|out of time"; return; fi
-  timeout -k 5 "$(cap 75)" ncu --clock-control none --kernel-name "regex:$kernel" --launch-skip 1 --launch-count 1 \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    --section SchedulerStats --section MemoryWorkloadAnalysis \
-    env LD_LIBRARY_PATH="$bin_libs" "$bcc" --benchmark_filter="^bf16/entropy/$row/256" >"$logs/ncu-$row.txt" 2>&1
+  timeout -k 5 "$(cap 75)" env LD_LIBRARY_PATH="$bin_libs" ncu --clock-control none --kernel-name "regex:$kernel" \
+    --launch-skip 1 --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+    "$bcc" --benchmark_filter="^bf16/entropy/$row/256" >"$logs/ncu-$row.txt" 2>&1
   local rc=$?
   if [ $rc = 0 ] && ! grep -qE '==ERROR==|No kernels were profiled' "$logs/ncu-$row.txt"; then
     note "ncu bf16 entropy $row|ran|$(grep -E 'Achieved Occupancy|Duration' "$logs/ncu-$row.txt" | tr -s ' ' | head -2 | tr '\n' ';')"
