@@ -206,16 +206,22 @@ tcc=$bin/test_cuda_codec
 bcc=$bin/bench_cuda_codec
 
 # 2-8: test_cuda_codec and bench_cuda_codec in turns; Catch2 prints each case's time (--durations)
+run_bin() {  # run_bin NAME CAP CMD...: a test binary or example, killed with what it started at its cap
+  local name=$1 c=$2
+  shift 2
+  if ! have 30; then note "$name|skip|out of time"; return 1; fi
+  timeout -k 5 "$(cap "$c")" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  pkill -KILL -f "^[^ ]*build-gpu/bin/" 2>/dev/null
+  note "$name|$(outcome $rc)|$(catch_tail "$logs/$name.log")"
+  [ $rc = 0 ] || grep -E "FAILED|failed|with expansion|watchdog|pending|side by side" "$logs/$name.log" | cut -c1-300 | head -10
+  return $rc
+}
 codec_tests() {  # codec_tests NAME WARPS CAP [TEST SPEC]: test_cuda_codec with the decoder by warps on or off
   local name=$1 warps=$2 c=$3
   shift 3
   if [ ! -x "$tcc" ]; then note "$name|skip|not built"; return; fi
-  if ! have 30; then note "$name|skip|out of time"; return; fi
-  ZIPCCL_TEST_RANS_WARPS=$warps timeout -k 5 "$(cap "$c")" env LD_LIBRARY_PATH="$bin_libs" "$tcc" --durations yes "$@" \
-    >"$logs/$name.log" 2>&1
-  local rc=$?
-  note "$name|$(outcome $rc)|$(catch_tail "$logs/$name.log")"
-  [ $rc = 0 ] || grep -E "FAILED|failed|error|with expansion" "$logs/$name.log" | cut -c1-300 | head -12
+  ZIPCCL_TEST_RANS_WARPS=$warps run_bin "$name" "$c" env LD_LIBRARY_PATH="$bin_libs" "$tcc" --durations yes "$@"
 }
 bench() {  # bench NAME CAP FILTER: bench_cuda_codec's rows matching FILTER into $OUT/NAME.json
   local name=$1 c=$2 filter=$3
@@ -281,10 +287,7 @@ for t in test_cuda_chunk_codec test_cuda_block_codec test_cuda_context; do
     build "$t" || { note "$t|FAIL|did not build (build.log)"; continue; }
   fi
   if [ ! -x "$exe" ]; then note "$t|skip|not built"; continue; fi
-  if ! have 30; then note "$t|skip|out of time"; continue; fi
-  timeout -k 5 "$(cap 120)" env LD_LIBRARY_PATH="$bin_libs" "$exe" --durations yes >"$logs/$t.log" 2>&1
-  rc=$?
-  note "$t|$(outcome $rc)|$(catch_tail "$logs/$t.log")"
+  run_bin "$t" 120 env LD_LIBRARY_PATH="$bin_libs" "$exe" --durations yes
 done
 bench bench_other 120 '^(copy/|bf16/(analytic|histogram|fixed)/|fp16/(analytic|histogram)/|fp32/(analytic|histogram)/|bucket)'
 
@@ -300,17 +303,6 @@ for t in test_cuda_subspace test_nccl test_cuda_local test_cuda_collectives test
 done
 have 150 || note "build of collectives, subspace, examples|cut|out of time"
 ok9() { [[ $built == *" $1 "* ]] && [ -x "$b9/$1" ]; }  # built by this call
-run_bin() {  # run_bin NAME CAP CMD...: a test binary or example, killed with what it started at its cap
-  local name=$1 c=$2
-  shift 2
-  if ! have 30; then note "$name|skip|out of time"; return 1; fi
-  timeout -k 5 "$(cap "$c")" "$@" >"$logs/$name.log" 2>&1
-  local rc=$?
-  pkill -KILL -f "^[^ ]*build-gpu/bin/" 2>/dev/null
-  note "$name|$(outcome $rc)|$(catch_tail "$logs/$name.log")"
-  [ $rc = 0 ] || grep -E "FAILED|failed|watchdog|pending|side by side" "$logs/$name.log" | cut -c1-300 | head -8
-  return $rc
-}
 if ok9 test_cuda_subspace && run_bin test_cuda_subspace 90 "$b9/test_cuda_subspace" && have 40; then
   # its small error case: bad token ids must not reach outside the buffers
   timeout -k 5 "$(cap 60)" compute-sanitizer --tool memcheck --error-exitcode 3 "$b9/test_cuda_subspace" "[sanitize]" \

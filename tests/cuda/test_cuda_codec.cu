@@ -64,6 +64,10 @@ struct type_tag {
   using type = T;
 };
 
+// Tuning T without the decoder by warps: what its cases decode with when it is off.
+template <class T>
+using by_blocks = zipccl::cuda::tuning<T::threads, T::items_per_thread>;
+
 // Decodes a stream on the device with blocks of tuning T; returns the status and fills `back` (n
 // elements). With the decoder by warps off (testing::rans_warps_on), a tuning with RansWarps > 0
 // decodes by blocks of its size instead.
@@ -72,7 +76,7 @@ status decompress_with(const std::vector<std::uint8_t>& stream, std::size_t len,
                        std::vector<std::uint8_t>* back) {
   if constexpr (T::rans_warps > 0)
     if (!testing::rans_warps_on())
-      return decompress_with<E, zipccl::cuda::tuning<T::threads, T::items_per_thread>>(stream, len, n, back);
+      return decompress_with<E, by_blocks<T>>(stream, len, n, back);
   const std::size_t out_bytes = n * sizeof(typename E::bits_type);
   device_buffer<std::uint8_t> in(stream.size()), out(out_bytes + 256);
   device_buffer<status> st(1);
@@ -397,7 +401,7 @@ void batch_decodes_with(const std::vector<std::uint8_t>& sa, const V& a, const s
                         const V& b) {
   if constexpr (T::rans_warps > 0)  // (as decompress_with: by blocks of its size, with the decoder by warps off)
     if (!testing::rans_warps_on())
-      return batch_decodes_with<E, zipccl::cuda::tuning<T::threads, T::items_per_thread>>(sa, a, sb, b);
+      return batch_decodes_with<E, by_blocks<T>>(sa, a, sb, b);
   using bits_type = typename E::bits_type;
   device_buffer<std::uint8_t> ia(sa.size()), ib(sb.size()), oa(a.size() * sizeof(bits_type)),
       ob(b.size() * sizeof(bits_type));
@@ -706,10 +710,7 @@ TEMPLATE_TEST_CASE("device compress and decompress under CUDA graph capture", "[
                    captured_rans_by_warps) {
   using C = typename TestType::codec_type;
   using DT = typename TestType::decode_tuning;
-  if (DT::rans_warps > 0 && !testing::rans_warps_on()) {
-    WARN("rANS by warps off (ZIPCCL_TEST_RANS_WARPS=0)");
-    return;
-  }
+  if (testing::skips_rans_warps(DT::rans_warps)) return;
   const std::uint64_t n = 10 * chunk + 3;
   const auto v = testing::make_tensor<bf16>(n, 1.0);
   device_buffer<std::uint8_t> in(n * 2), out(zipccl::cuda::max_compressed_size<C, tuning>(n)), back(n * 2);
@@ -924,10 +925,7 @@ using one_warp_blocks = zipccl::cuda::tuning<64, 32, 1>;
 TEMPLATE_TEST_CASE("decompress_batch with max_in_bytes 2^64 - 1: every tuning decodes, none launches an empty grid",
                    "[gpu][rans-warps]", one_warp_blocks, rans_warps, tuning) {
   using T = TestType;
-  if (T::rans_warps > 0 && !testing::rans_warps_on()) {
-    WARN("rANS by warps off (ZIPCCL_TEST_RANS_WARPS=0)");
-    return;
-  }
+  if (testing::skips_rans_warps(T::rans_warps)) return;
   using C = codec<bf16, codebook::entropy>;
   const std::uint64_t n = 3 * chunk + 5;
   const auto v = testing::make_tensor<bf16>(n, 0.02, testing::distribution::gaussian, 91);
@@ -990,12 +988,9 @@ TEST_CASE("decoder blocks that stop early: block-wide decisions, nothing uniniti
 // decode, and with it one in a first-round chunk.
 TEST_CASE("rANS by warps, small: some warps decode a second chunk, and damaged chunks fail as on the host",
           "[gpu][sanitize][rans-warps]") {
-  if (!testing::rans_warps_on()) {
-    WARN("rANS by warps off (ZIPCCL_TEST_RANS_WARPS=0)");
-    return;
-  }
-  using C = codec<bf16, codebook::entropy>;
   constexpr int W = rans_warps::rans_warps;
+  if (testing::skips_rans_warps(W)) return;
+  using C = codec<bf16, codebook::entropy>;
   int device = 0, sms = 0, per_sm = 0;
   CUDA_OK(cudaGetDevice(&device));
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
