@@ -251,8 +251,8 @@ void bm_fixed_wire(benchmark::State& state, const dataset* d) {
     for (std::uint64_t first = 0; first < n; first += seg) {
       const std::uint64_t m = std::min(seg, n - first);
       variable_total += 16 + W::fixed_bytes(m, chunk) +
-                        W::encode(policy, d->bytes.data() + first * Codec::element_size, m, chunk, false, fixed.data(),
-                                  tail.data());
+                        W::encode(policy, d->bytes.data() + first * Codec::element_size, m, chunk, false,
+                                  collective::detail::wire_place{}, fixed.data(), tail.data());
       fixed_total += F::segment_bytes(m, chunk, permille);
     }
   }

@@ -44,6 +44,10 @@ int main() {
   opt.chunk_elems = 4096;  // the kernel's shared tile holds one chunk
   const auto sa = zipccl::host::compress<codec>(a.data(), n, opt);
   const auto sb = zipccl::host::compress<codec>(b.data(), n, opt);
+  zipccl::format::stream_header hs[2];
+  if (zipccl::format::read_header(sa.data(), sa.size(), &hs[0]) != zipccl::status::success ||
+      zipccl::format::read_header(sb.data(), sb.size(), &hs[1]) != zipccl::status::success)
+    return std::printf("read_header failed\n"), 1;
 
   std::uint8_t *da = nullptr, *db = nullptr;
   float* out = nullptr;
@@ -64,6 +68,9 @@ int main() {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i) wrong += sum[i] != bf16_to_float(a[i]) + bf16_to_float(b[i]);
   for (zipccl::status x : statuses) wrong += x != zipccl::status::success;
+  // every chunk passed: the chunks must also be the ones each header was sealed with
+  wrong += zipccl::format::check_digest(sa.data(), hs[0]) != zipccl::status::success;
+  wrong += zipccl::format::check_digest(sb.data(), hs[1]) != zipccl::status::success;
   std::printf("%zu bf16 elements, two streams of %zu and %zu bytes (ratio %.3f), summed on the GPU: %s\n", n,
               sa.size(), sb.size(), 2.0 * n / sa.size(), wrong ? "MISMATCH" : "exact");
   cudaFree(da), cudaFree(db), cudaFree(out), cudaFree(st);

@@ -62,13 +62,13 @@ __global__ void __launch_bounds__(Threads) fused_sum_kernel(fused_sum_args args)
   // Runs go to threads in a fixed order, so each thread reads back only the tile entries it wrote:
   // no barrier is needed between the two passes.
   if (s == zipccl::status::success)
-    s = decoder(temp).decode_runs(args.a + off, span, m, (args.ha.flags & zipccl::format::flag_checksum) != 0,
+    s = decoder(temp).decode_runs(args.a + off, span, m, zipccl::format::reader_seal(args.ha, c),
                                   [&](std::uint64_t first, unsigned valid, const bits(&v)[8]) {
                                     for (unsigned i = 0; i < valid; ++i) tile[first + i] = to_float<E>(v[i]);
                                   });
   if (s == zipccl::status::success) s = locate(args.b, args.hb, c, &off, &span);
   if (s == zipccl::status::success)
-    s = decoder(temp).decode_runs(args.b + off, span, m, (args.hb.flags & zipccl::format::flag_checksum) != 0,
+    s = decoder(temp).decode_runs(args.b + off, span, m, zipccl::format::reader_seal(args.hb, c),
                                   [&](std::uint64_t first, unsigned valid, const bits(&v)[8]) {
                                     for (unsigned i = 0; i < valid; ++i) out[first + i] = tile[first + i] + to_float<E>(v[i]);
                                   });
@@ -77,7 +77,9 @@ __global__ void __launch_bounds__(Threads) fused_sum_kernel(fused_sum_args args)
 
 // a + b in fp32 for two compressed tensors: host copies (to check headers) and device copies of
 // both streams. Returns an argument or launch error; each chunk's outcome goes to
-// chunk_status_dev (chunks entries).
+// chunk_status_dev (chunks entries). Once every chunk has passed, a caller checks each stream's
+// chunk digest on its host copy (format::check_digest: in a checksum stream, that the chunks are
+// the ones its header was sealed with), as host::decompress does last.
 template <class E, int Threads = 256, int MaxChunk = 4096>
 zipccl::status fused_sum(const std::uint8_t* a_host, const std::uint8_t* a_dev, std::uint64_t a_bytes,
                          const std::uint8_t* b_host, const std::uint8_t* b_dev, std::uint64_t b_bytes, float* out_dev,

@@ -166,7 +166,7 @@ wire_ratios<Codec> measure(const std::vector<typename Codec::bits_type>& data, s
   for (std::uint64_t first = 0, s = 0; first < n; first += seg, ++s) {
     const std::uint64_t m = n - first < seg ? n - first : seg;
     const auto* p = data.data() + first;
-    var += 16 + W::fixed_bytes(m, chunk) + W::encode({}, p, m, chunk, false, fixed.data(), tail.data());
+    var += 16 + W::fixed_bytes(m, chunk) + W::encode({}, p, m, chunk, false, collective::detail::wire_place{}, fixed.data(), tail.data());
     fix += F::segment_bytes(m, chunk, permille);
     if (F::encode({}, p, m, chunk, false, n, s, permille, whole.data(), scratch.data()) != status::success) ++r.overflows;
   }
@@ -232,4 +232,60 @@ TEMPLATE_TEST_CASE("the measured budget fits each kind of ../shared/data within 
     CHECK(y.variable > h.variable);  // and it is the smaller wire
     if (py > 5) CHECK(measure<Y>(data, py - 6, opt).overflows > 0);
   }
+}
+
+TEMPLATE_LIST_TEST_CASE("fixed-size segment chunks swapped or taken from another segment are reported",
+                        "[collective][fixed_wire][host][binding]", testing::host_codecs) {
+  using E = typename TestType::element_type;
+  using F = fixed_wire<TestType>;
+  using W = wire<TestType>;
+  const std::uint64_t chunk = codebook::is_entropy_v<typename TestType::codebook_type> ? 2048 : 512;
+  const bool sparse = GENERATE(false, true), checksum = GENERATE(false, true);
+  INFO("sparse " << sparse << " checksum " << checksum);
+  const auto v = testing::paired_chunks<E>(chunk, sparse, 41);
+  const std::uint64_t m = v.size(), count = 4 * m;
+  const std::uint32_t permille = 4000;  // room for any chunk's tail
+  const auto policy = testing::policy_for<TestType>(v.data(), m);
+  std::vector<std::uint8_t> seg(F::segment_bytes(m, chunk, permille)), other(seg.size());
+  std::vector<std::uint8_t> scratch(F::scratch_bytes(chunk));
+  REQUIRE(F::encode(policy, v.data(), m, chunk, checksum, count, 1, permille, seg.data(), scratch.data()) ==
+          status::success);
+  REQUIRE(F::encode(policy, v.data(), m, chunk, checksum, count, 2, permille, other.data(), scratch.data()) ==
+          status::success);
+  std::vector<typename TestType::bits_type> out(m);
+  const auto decode = [&](const std::vector<std::uint8_t>& s) {
+    return F::decode_into(s.data(), m, chunk, checksum, count, 1, permille, out.data(), scratch.data());
+  };
+  REQUIRE(decode(seg) == status::success);
+  REQUIRE(out == v);
+  // the chunks' fixed parts and their tails in the spill area
+  const std::uint64_t f = W::chunk_fixed(chunk), spill = F::preamble + W::fixed_bytes(m, chunk);
+  std::uint64_t tails[5] = {}, at = 0, start[5] = {};
+  for (std::uint64_t j = 0; j < 5; ++j) {
+    const std::uint64_t k = j < 4 ? chunk : 100;
+    const std::uint64_t span = codec_detail::chunk_span_from_head<E>(seg.data() + F::preamble + j * f, W::chunk_fixed(k), k);
+    REQUIRE(span >= W::chunk_fixed(k));
+    start[j] = at;
+    tails[j] = span - W::chunk_fixed(k);
+    at += tails[j];
+  }
+  for (std::uint64_t pair : {0u, 2u}) {
+    INFO("chunks " << pair << " and " << pair + 1);
+    REQUIRE(tails[pair] == tails[pair + 1]);
+    auto bad = seg;
+    std::swap_ranges(bad.begin() + F::preamble + pair * f, bad.begin() + F::preamble + (pair + 1) * f,
+                     bad.begin() + F::preamble + (pair + 1) * f);
+    std::swap_ranges(bad.begin() + spill + start[pair], bad.begin() + spill + start[pair] + tails[pair],
+                     bad.begin() + spill + start[pair + 1]);
+    CHECK(decode(bad) == status::checksum_mismatch);
+  }
+  // chunk 0 of segment 2 (the same elements) in segment 1's place
+  auto bad = seg;
+  std::copy(other.begin() + F::preamble, other.begin() + F::preamble + f, bad.begin() + F::preamble);
+  std::copy(other.begin() + spill, other.begin() + spill + tails[0], bad.begin() + spill);
+  CHECK(decode(bad) == status::checksum_mismatch);
+  // the whole body of segment 2 under segment 1's preamble
+  bad = other;
+  std::copy(seg.begin(), seg.begin() + F::preamble, bad.begin());
+  CHECK(decode(bad) == status::checksum_mismatch);
 }

@@ -169,7 +169,7 @@ TEMPLATE_LIST_TEST_CASE("block_decode in a user's kernel: decode and sum two str
         auto bad = sb;
         bad[off + rng() % (end - off)] ^= static_cast<std::uint8_t>(1 + rng() % 255);
         std::vector<bits> host_out(4096);
-        const status want = codec_detail::decode_chunk<E>(bad.data() + off, end - off, 4096, checksum,
+        const status want = codec_detail::decode_chunk<E>(bad.data() + off, end - off, 4096, format::reader_seal(h, target),
                                                           reinterpret_cast<std::uint8_t*>(host_out.data()));
         st = device_sum<E>(sa, bad, n, &sum);
         INFO("trial " << trial);

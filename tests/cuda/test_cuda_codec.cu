@@ -165,6 +165,40 @@ TEMPLATE_LIST_TEST_CASE("device streams equal host streams byte for byte", "[gpu
     }
 }
 
+TEMPLATE_LIST_TEST_CASE("with the checksum, the device reports swapped and transplanted chunks as the host does",
+                        "[gpu][binding]", testing::host_codecs) {
+  using E = typename TestType::element_type;
+  for (bool sparse : {false, true}) {
+    INFO("sparse " << sparse);
+    const auto v = testing::paired_chunks<E>(chunk, sparse, 23);
+    const std::uint64_t n = v.size();
+    const auto policy = testing::policy_for<TestType>(v.data(), n);
+    host::compress_options opt;
+    opt.chunk_elems = chunk;
+    opt.checksum = true;
+    const auto host_stream = host::compress<TestType>(v.data(), n, opt, policy);
+    REQUIRE(format::load_le<std::uint16_t>(host_stream.data() + 4) == 4);
+    REQUIRE(device_compress<TestType>(v.data(), n, true, policy) == host_stream);  // place codes and digest
+    // the donor: each pair's chunks exchanged (the same places and sizes, their own checks)
+    auto w = v;
+    std::swap_ranges(w.begin(), w.begin() + chunk, w.begin() + chunk);
+    std::swap_ranges(w.begin() + 2 * chunk, w.begin() + 3 * chunk, w.begin() + 3 * chunk);
+    const auto donor = host::compress<TestType>(w.data(), n, opt, policy);
+    std::vector<std::vector<std::uint8_t>> bad = {testing::swap_chunks(host_stream, 0, 1),
+                                                  testing::swap_chunks(host_stream, 2, 3),
+                                                  testing::transplant(host_stream, donor, 0),
+                                                  testing::transplant(host_stream, donor, 3)};
+    std::vector<std::uint8_t> back, ref(n * sizeof(typename E::bits_type));
+    for (std::size_t k = 0; k < bad.size(); ++k) {
+      INFO("mutation " << k);
+      REQUIRE(!bad[k].empty());
+      REQUIRE(host::decompress_as<E>(bad[k].data(), bad[k].size(), ref.data(), ref.size()) ==
+              status::checksum_mismatch);
+      CHECK(device_decompress<E>(bad[k], bad[k].size(), n, &back) == status::checksum_mismatch);
+    }
+  }
+}
+
 TEMPLATE_LIST_TEST_CASE("zero groups: the device writes and reads the host's zero masks", "[gpu][zero]",
                         testing::host_codecs) {
   using E = typename TestType::element_type;

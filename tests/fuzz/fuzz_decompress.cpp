@@ -85,9 +85,11 @@ void wire_segment(std::uint64_t count, const std::uint8_t* data, std::size_t siz
   std::vector<std::uint8_t> fixed_copy(data, data + fixed), tail_copy(data + fixed, data + fixed + tail),
       scratch(W::scratch_bytes(chunk));
   std::vector<std::uint8_t> out(count * sizeof(typename E::bits_type)), again(out.size());
-  const status s = W::decode_into(fixed_copy.data(), tail_copy.data(), tail, count, chunk, true, out.data(),
+  const collective::detail::wire_place place{};  // (fuzz_seeds.cpp encodes its wire seeds at this place)
+  const status s = W::decode_into(fixed_copy.data(), tail_copy.data(), tail, count, chunk, true, place, out.data(),
                                   scratch.data());
-  if (s != W::decode_into(fixed_copy.data(), tail_copy.data(), tail, count, chunk, true, again.data(), scratch.data()))
+  if (s != W::decode_into(fixed_copy.data(), tail_copy.data(), tail, count, chunk, true, place, again.data(),
+                          scratch.data()))
     std::abort();
   if (s == status::success && out != again) std::abort();
 }

@@ -70,7 +70,8 @@ void seeds(const std::filesystem::path& dir) {
   const auto noise = testing::random_bits<E>(256, 2);
   std::copy(noise.begin(), noise.end(), w.begin() + 256);
   std::vector<std::uint8_t> fixed(W::fixed_bytes(700, 256) + W::spill_bytes(256)), tail(W::max_bytes(700, 256));
-  const std::uint64_t tb = W::encode({}, w.data(), 700, 256, true, fixed.data(), tail.data());
+  const std::uint64_t tb =
+      W::encode({}, w.data(), 700, 256, true, collective::detail::wire_place{}, fixed.data(), tail.data());
   std::vector<std::uint8_t> seg = {static_cast<std::uint8_t>(static_cast<unsigned>(Codec::type) - 1), 700 & 0xFF,
                                    700 >> 8};  // 0 bf16, 1 fp16, 2 fp32
   seg.insert(seg.end(), fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(W::fixed_bytes(700, 256)));

@@ -159,7 +159,7 @@ TEMPLATE_TEST_CASE("decompress reports the first bad chunk, chunks decoded in pa
         const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
         const status st = !format::chunk_mode_allowed(h, b[off])
                               ? status::corrupt
-                              : codec_detail::decode_chunk<E>(b.data() + off, end - off, m, checksum,
+                              : codec_detail::decode_chunk<E>(b.data() + off, end - off, m, format::reader_seal(h, c),
                                                               values->data() + std::uint64_t{c} * chunk * L::elem_size);
         if (st != status::success) return st;
       }
@@ -589,4 +589,151 @@ TEMPLATE_LIST_TEST_CASE("forged hashes still meet structural validation", "[host
     const auto payload = testing::payload_map<typename TestType::element_type>(s);
     if (!payload[s.size() - 1]) CHECK(st == status::corrupt);
   }
+}
+
+namespace {
+
+// The helpers of stream_tools.hpp, each result checked.
+testing::chunk_place locate_chunk(const std::vector<std::uint8_t>& s, std::uint64_t c) {
+  const testing::chunk_place p = testing::chunk_at(s, c);
+  REQUIRE(p.span != 0);
+  return p;
+}
+std::vector<std::uint8_t> swap_chunks(const std::vector<std::uint8_t>& s, std::uint64_t a, std::uint64_t b) {
+  auto r = testing::swap_chunks(s, a, b);
+  REQUIRE(!r.empty());
+  return r;
+}
+std::vector<std::uint8_t> transplant(const std::vector<std::uint8_t>& s, const std::vector<std::uint8_t>& donor,
+                                     std::uint64_t c) {
+  auto r = testing::transplant(s, donor, c);
+  REQUIRE(!r.empty());
+  return r;
+}
+
+template <class Codec>
+std::vector<std::uint8_t> paired_stream(const std::vector<typename Codec::bits_type>& v, bool checksum) {
+  host::compress_options opt;
+  opt.chunk_elems = sample_chunk<Codec>;
+  opt.checksum = checksum;
+  return host::compress<Codec>(v.data(), v.size(), opt, testing::policy_for<Codec>(v.data(), v.size()));
+}
+
+}  // namespace
+
+TEMPLATE_LIST_TEST_CASE("with the checksum, chunks swapped or taken from another stream are reported",
+                        "[host][corruption][binding]", testing::host_codecs) {
+  using E = typename TestType::element_type;
+  constexpr std::uint64_t chunk = sample_chunk<TestType>;
+  const bool sparse = GENERATE(false, true);
+  INFO("sparse " << sparse);
+  const auto v = testing::paired_chunks<E>(chunk, sparse, 21);
+  const auto s = paired_stream<TestType>(v, true);
+  format::stream_header h;
+  REQUIRE(format::read_header(s.data(), s.size(), &h) == status::success);
+  REQUIRE(h.version == 4);
+  // the pairs: chunks 0 and 1 coded (3-bit code or rANS, with a mask and rANS zero symbols when
+  // sparse), chunks 2 and 3 stored (with a mask when sparse), each pair of one mode and size
+  const auto mode = [&](std::uint64_t c) { return s[locate_chunk(s, c).off]; };
+  REQUIRE(mode(0) == mode(1));
+  REQUIRE(mode(2) == mode(3));
+  CHECK(format::mode_is_stored(format::chunk_mode(mode(2))));
+  CHECK(!format::mode_is_stored(format::chunk_mode(mode(0))));
+  CHECK(format::mode_has_zero_mask(format::chunk_mode(mode(0))) == sparse);
+  CHECK(format::mode_has_zero_mask(format::chunk_mode(mode(2))) == sparse);
+  if (codebook::is_entropy_v<typename TestType::codebook_type>)
+    CHECK(format::mode_has_zero_symbols(format::chunk_mode(mode(0))) == sparse);
+  std::vector<std::uint8_t> out(v.size() * sizeof(v[0]) + 64);
+  REQUIRE(decode<TestType>(s, s.size(), out) == status::success);
+  REQUIRE(std::memcmp(out.data(), v.data(), v.size() * sizeof(v[0])) == 0);
+  const unsigned threads = GENERATE(1u, 3u);
+  INFO("threads " << threads);
+  const auto verdict = [&](const std::vector<std::uint8_t>& bad) {
+    host::decompress_options o;
+    o.threads = threads;
+    return host::decompress(bad.data(), bad.size(), out.data(), out.size() - 64, nullptr, o);
+  };
+  // a swap: each chunk's check binds it to its place (and the digest's terms are positional too)
+  CHECK(verdict(swap_chunks(s, 0, 1)) == status::checksum_mismatch);
+  CHECK(verdict(swap_chunks(s, 2, 3)) == status::checksum_mismatch);
+  for (std::uint64_t c : {0u, 1u, 2u, 3u}) {
+    const std::uint64_t twin = c ^ 1u;
+    const auto at = locate_chunk(s, c);
+    const std::uint64_t m = format::chunk_elements(h.count, h.chunk_elems, c);
+    std::vector<std::uint8_t> x(m * sizeof(v[0]));
+    INFO("chunk " << c << " checked in its own place and in its twin's");
+    CHECK(codec_detail::decode_chunk<E>(s.data() + at.off, at.span, m, format::reader_seal(h, c), x.data()) ==
+          status::success);
+    CHECK(codec_detail::decode_chunk<E>(s.data() + at.off, at.span, m, format::reader_seal(h, twin), x.data()) ==
+          status::checksum_mismatch);
+  }
+  CHECK(verdict(transplant(s, s, 1)) == status::success);  // (the helper itself changes nothing)
+  // a chunk in the place of its twin: 1 over 0 (chunk 1's check names place 1)
+  auto twice = s;
+  const auto c0 = locate_chunk(s, 0), c1 = locate_chunk(s, 1);
+  std::copy(s.begin() + c1.off, s.begin() + c1.off + c1.span, twice.begin() + c0.off);
+  CHECK(verdict(twice) == status::checksum_mismatch);
+  // another stream of the same shape whose chunks 0 and 2 are the twins of this one's (same
+  // places, same sizes, own valid checks): its chunks pass their own checks here, and the
+  // header's digest of the chunks' checks catches them
+  auto w = v;
+  std::swap_ranges(w.begin(), w.begin() + chunk, w.begin() + chunk);
+  std::swap_ranges(w.begin() + 2 * chunk, w.begin() + 3 * chunk, w.begin() + 3 * chunk);
+  const auto donor = paired_stream<TestType>(w, true);
+  REQUIRE(donor.size() == s.size());
+  for (std::uint64_t c : {0u, 1u, 2u, 3u}) {
+    INFO("chunk " << c << " from the other stream");
+    const auto bad = transplant(s, donor, c);
+    const auto at = locate_chunk(s, c);
+    REQUIRE(format::load_le<std::uint32_t>(bad.data() + at.off + 12) != format::load_le<std::uint32_t>(s.data() + at.off + 12));
+    CHECK(verdict(bad) == status::checksum_mismatch);
+  }
+  // the donor's whole chunk set under this stream's header: the same
+  auto all = s;
+  std::copy(donor.begin() + format::data_offset(h.chunks), donor.end(), all.begin() + format::data_offset(h.chunks));
+  CHECK(verdict(all) == status::checksum_mismatch);
+}
+
+TEMPLATE_LIST_TEST_CASE("streams without the checksum and checksum streams of versions 1 to 3 keep their meaning",
+                        "[host][corruption][binding]", testing::host_codecs) {
+  using E = typename TestType::element_type;
+  const bool sparse = GENERATE(false, true);
+  INFO("sparse " << sparse);
+  const auto v = testing::paired_chunks<E>(sample_chunk<TestType>, sparse, 22);
+  std::vector<std::uint8_t> out(v.size() * sizeof(v[0]) + 64);
+  // without the flag: the version the modes need, no digest, checks of the prefix with no place
+  const auto plain = paired_stream<TestType>(v, false);
+  format::stream_header h;
+  REQUIRE(format::read_header(plain.data(), plain.size(), &h) == status::success);
+  CHECK(h.version <= 3);
+  CHECK(h.digest == 0);
+  for (std::uint64_t c = 0; c < h.chunks; ++c) {
+    const auto at = locate_chunk(plain, c);
+    const auto ch = format::read_chunk_header(plain.data() + at.off);
+    const auto z = codec_detail::mask_summary_for(plain.data() + at.off, at.span, format::chunk_elements(h.count, h.chunk_elems, c));
+    const auto body = codec_detail::chunk_body<E>(ch, format::chunk_elements(h.count, h.chunk_elems, c), z, plain.data() + at.off);
+    CHECK(ch.check == format::chunk_check(plain.data() + at.off, at.span, false, codec_detail::check_prefix<E>(ch, body)));
+  }
+  // the checksum stream as a version 3 writer made it (checks of the whole chunk, no place, no
+  // digest) decodes, with the old meaning
+  auto old = paired_stream<TestType>(v, true);
+  testing::set_version(old, 3);
+  format::store_le<std::uint32_t>(old.data() + 36, 0u);
+  testing::repair_hashes(old);
+  REQUIRE(decode<TestType>(old, old.size(), out) == status::success);
+  CHECK(std::memcmp(out.data(), v.data(), v.size() * sizeof(v[0])) == 0);
+  // a version 3 header with a digest, or a version 4 one without the checksum flag, is corrupt
+  auto bad = old;
+  format::store_le<std::uint32_t>(bad.data() + 36, 1u);
+  testing::repair_hashes(bad);
+  CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+  bad = paired_stream<TestType>(v, true);
+  format::store_le<std::uint32_t>(bad.data() + 8, 0u);
+  testing::repair_hashes(bad);
+  CHECK(decode<TestType>(bad, bad.size(), out) == status::corrupt);
+  // a version 4 stream whose digest alone was changed, with the header hash recomputed
+  bad = paired_stream<TestType>(v, true);
+  bad[36] ^= 0x40;
+  testing::set_version(bad, 4);  // (recomputes the header hash)
+  CHECK(decode<TestType>(bad, bad.size(), out) == status::checksum_mismatch);
 }

@@ -146,7 +146,8 @@ void compare_pair_decoder(const std::vector<std::uint8_t>& chunk, std::uint64_t 
     chunks[side] = chunk.data(), spans[side] = span, ms[side] = m, outs[side] = x.data();
     chunks[1 - side] = q.chunk.data(), spans[1 - side] = q.span, ms[1 - side] = q.m, outs[1 - side] = qx.data();
     status st[2] = {status::unsupported_mode, status::unsupported_mode};  // (neither is ever a result here)
-    host::detail::decode_chunk_pair<E>(chunks, spans, ms, checksum, outs, st);
+    const format::chunk_seal seals[2] = {checksum, checksum};
+    host::detail::decode_chunk_pair<E>(chunks, spans, ms, seals, outs, st);
     REQUIRE(st[side] == s2);
     if (s2 == status::success) REQUIRE(std::memcmp(x.data(), y.data(), m * L::elem_size) == 0);
     REQUIRE(st[1 - side] == status::success);
@@ -1324,7 +1325,8 @@ void compare_pair(const std::vector<std::uint8_t>& a, const std::vector<std::uin
   const std::uint64_t spans[2] = {a.size(), b.size()}, ms[2] = {m, m};
   std::uint8_t* outs[2] = {got[0].data(), got[1].data()};
   status st[2] = {status::unsupported_mode, status::unsupported_mode};
-  host::detail::decode_chunk_pair<E>(chunks, spans, ms, false, outs, st);
+  const format::chunk_seal seals[2] = {false, false};
+  host::detail::decode_chunk_pair<E>(chunks, spans, ms, seals, outs, st);
   for (int i = 0; i < 2; ++i) {
     INFO("chunk " << i);
     REQUIRE(st[i] == ref[i]);

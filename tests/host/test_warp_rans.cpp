@@ -67,7 +67,6 @@ tally compare_stream(const std::vector<std::uint8_t>& s, bool odd = false) {
   tally t;
   format::stream_header h;
   REQUIRE(format::read_header(s.data(), s.size(), &h) == status::success);
-  const bool checksum = (h.flags & format::flag_checksum) != 0;
   for (std::uint64_t c = 0; c < h.chunks; ++c) {
     const std::uint64_t off = format::directory_entry(s.data(), c), end = format::chunk_end(s.data(), h, c);
     if (off >= end || end > s.size()) continue;
@@ -75,10 +74,11 @@ tally compare_stream(const std::vector<std::uint8_t>& s, bool odd = false) {
     const std::uint8_t* chunk = s.data() + off;
     format::chunk_header ch;
     codec_detail::body_shape body;
-    if (codec_detail::check_chunk<E>(chunk, end - off, m, checksum, &ch, &body) != status::success) continue;
+    if (codec_detail::check_chunk<E>(chunk, end - off, m, format::reader_seal(h, c), &ch, &body) != status::success)
+      continue;
     if (!format::mode_is_rans(ch.mode)) continue;
     std::vector<std::uint8_t> want(m * sizeof(typename E::bits_type) + 8), got;
-    const status host = codec_detail::decode_chunk<E>(chunk, end - off, m, checksum, want.data());
+    const status host = codec_detail::decode_chunk<E>(chunk, end - off, m, format::reader_seal(h, c), want.data());
     INFO("chunk " << c << " mode " << unsigned(s[off]) << " host " << to_string(host));
     const bool ok = warp_decode<E>(chunk, end - off, m, got, odd);
     ++t.rans;

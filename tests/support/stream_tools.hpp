@@ -1,6 +1,7 @@
 // Helpers that look inside streams for the corruption tests and the fuzzer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,11 +17,19 @@ inline void repair_hashes(std::vector<std::uint8_t>& s) {
   const std::uint32_t chunks = format::load_le<std::uint32_t>(s.data() + 32);
   const std::uint64_t total = format::load_le<std::uint64_t>(s.data() + 24);
   const bool whole = (format::load_le<std::uint32_t>(s.data() + 8) & format::flag_checksum) != 0;
+  // version 4: each check bound to its chunk's place, and the chunks' digest in bytes 36..39
+  const bool bound = format::version_binds_chunks(format::load_le<std::uint16_t>(s.data() + 4));
+  const std::uint64_t count = format::load_le<std::uint64_t>(s.data() + 16);
+  const auto type = static_cast<dtype>(s[6]);
   if (format::data_offset(chunks) > s.size()) return;
+  bool digest = bound;  // false once a chunk's header lies outside the bytes held
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::uint64_t off = format::directory_entry(s.data(), c);
     const std::uint64_t end = c + 1 < chunks ? format::directory_entry(s.data(), c + 1) : total;
-    if (off >= end || end > s.size() || (end - off) % 16 != 0 || off % 8 != 0) continue;
+    if (off >= end || end > s.size() || (end - off) % 16 != 0 || off % 8 != 0) {
+      digest = digest && off + format::chunk_header_bytes <= s.size();
+      continue;
+    }
     // the words before the body: the header's, and the mask's in the zero_* modes
     const std::uint64_t chunk_elems = format::load_le<std::uint32_t>(s.data() + 12);
     const std::uint64_t m = format::chunk_elements(format::load_le<std::uint64_t>(s.data() + 16), chunk_elems, c);
@@ -28,8 +37,10 @@ inline void repair_hashes(std::vector<std::uint8_t>& s) {
     std::uint64_t body = format::body_offset(m, format::mode_has_zero_mask(format::chunk_mode(s[off] & 3u)));
     if (format::mode_is_rans(format::chunk_mode(s[off] & 7u))) body = codec_detail::rans::prefix_end(body, s[off + 1] + 1u);
     if (body > end - off) body = format::chunk_header_bytes;
-    format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, whole, body));
+    const format::chunk_seal seal(whole, bound ? format::place_code(c, count, format::stream_tag(type)) : 0u);
+    format::store_le<std::uint32_t>(s.data() + off + 12, format::chunk_check(s.data() + off, end - off, seal, body));
   }
+  if (digest) format::store_le<std::uint32_t>(s.data() + 36, format::chunk_digest(s.data(), chunks));
   format::store_le<std::uint64_t>(s.data() + 40, format::header_hash(s.data(), chunks));
 }
 
@@ -71,6 +82,35 @@ inline std::uint64_t zero_symbol_chunks(const std::vector<std::uint8_t>& s) {
   if (format::read_header(s.data(), s.size(), &h) != status::success) return n;
   for (std::uint64_t c = 0; c < h.chunks; ++c) n += (s[format::directory_entry(s.data(), c)] & 8u) != 0;
   return n;
+}
+
+// Where chunk c of a valid stream lies: its offset and span ({0, 0} for an invalid stream).
+struct chunk_place {
+  std::uint64_t off = 0, span = 0;
+};
+inline chunk_place chunk_at(const std::vector<std::uint8_t>& s, std::uint64_t c) {
+  format::stream_header h;
+  if (format::read_header(s.data(), s.size(), &h) != status::success || c >= h.chunks) return {};
+  const std::uint64_t off = format::directory_entry(s.data(), c);
+  return {off, format::chunk_end(s.data(), h, c) - off};
+}
+
+// The stream with chunks a and b exchanged, every hash as it was; empty unless they have one size.
+inline std::vector<std::uint8_t> swap_chunks(std::vector<std::uint8_t> s, std::uint64_t a, std::uint64_t b) {
+  const chunk_place x = chunk_at(s, a), y = chunk_at(s, b);
+  if (x.span == 0 || x.span != y.span) return {};
+  std::swap_ranges(s.begin() + x.off, s.begin() + x.off + x.span, s.begin() + y.off);
+  return s;
+}
+
+// The stream with chunk c replaced by chunk c of `donor`, every hash as it was; empty unless the
+// two have one size.
+inline std::vector<std::uint8_t> transplant(std::vector<std::uint8_t> s, const std::vector<std::uint8_t>& donor,
+                                            std::uint64_t c) {
+  const chunk_place x = chunk_at(s, c), y = chunk_at(donor, c);
+  if (x.span == 0 || x.span != y.span) return {};
+  std::copy(donor.begin() + y.off, donor.begin() + y.off + y.span, s.begin() + x.off);
+  return s;
 }
 
 // Rewrites a stream's version field (and its header hash), as an older or newer writer would.

@@ -2,6 +2,7 @@
 // conversions to bf16 / fp16 bit patterns, and loaders for the shared real tensors.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -149,6 +150,37 @@ std::vector<typename E::bits_type> rans_edge_chunks(std::uint64_t chunk, std::ui
   for (std::uint64_t i = 0; i < 212; ++i)
     if (i < 64 || i >= 128) tail[i] = 0;
   add(tail);
+  return v;
+}
+
+// Chunks that pair up: 4 * chunk + 100 elements (chunk a multiple of 256) whose chunk 1 is chunk
+// 0's elements and chunk 3 chunk 2's with bits 0 and 2 flipped (elements that are or would become
+// +0.0 or -0.0 left as they are). Those bits lie in every type's mantissa (and in fp16's rANS rest),
+// so each pair has the same exponents, rANS symbols and zeros and codes, under every policy, to
+// two chunks of one mode and size but of other bytes. Chunk 0 and the tail are near-Gaussian,
+// chunk 2 random bits (stored). With `sparse`, chunk 0 has two all-zero 64-element groups and
+// every 23rd element +0.0 or -0.0 (a zero mask, and rANS zero symbols in chunks of 2048), and
+// chunk 2 two zero groups (zero_stored).
+template <class E>
+std::vector<typename E::bits_type> paired_chunks(std::uint64_t chunk, bool sparse, std::uint64_t seed) {
+  using T = typename E::bits_type;
+  constexpr T negative_zero = static_cast<T>(T(1) << (8 * sizeof(T) - 1));
+  auto v = make_tensor<E>(4 * chunk + 100, 0.1, distribution::gaussian, seed);
+  const auto noise = random_bits<E>(chunk, seed + 1);
+  std::copy(noise.begin(), noise.end(), v.begin() + 2 * chunk);
+  const auto zero_group = [&](std::uint64_t first) { std::fill(v.begin() + first, v.begin() + first + 64, T(0)); };
+  if (sparse) {
+    for (std::uint64_t g : {1u, 3u}) zero_group(64 * g);
+    for (std::uint64_t i = 0; i < chunk; i += 23)
+      if (v[i] != 0) v[i] = (i / 23) % 2 ? T(0) : negative_zero;
+    for (std::uint64_t g : {2u, 4u}) zero_group(2 * chunk + 64 * g);
+  }
+  for (std::uint64_t pair : {0u, 2u})
+    for (std::uint64_t i = 0; i < chunk; ++i) {
+      const T a = v[pair * chunk + i], b = static_cast<T>(a ^ T(5));
+      const bool zero = [](T x) { return x == 0 || x == negative_zero; }(a) || b == 0 || b == negative_zero;
+      v[(pair + 1) * chunk + i] = zero ? a : b;
+    }
   return v;
 }
 

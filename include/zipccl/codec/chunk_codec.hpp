@@ -213,7 +213,7 @@ ZIPCCL_HOST_DEVICE constexpr format::chunk_mode rans_mode(bool masked, bool zero
 // Writes a stored chunk of m elements (its body per `shape`, whose mask is already in place);
 // returns its size.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal,
                                                     std::uint8_t* out, const body_shape& shape) {
   using L = format::chunk_layout<E>;
   const std::uint64_t size = L::stored_bytes(shape.elems, shape.base);
@@ -229,21 +229,21 @@ ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std:
   format::chunk_header h;
   h.mode = mode_for(format::chunk_mode::stored, shape.zero_mask != nullptr);
   format::write_chunk_header(out, h);
-  format::store_chunk_check(out, format::chunk_check(out, size, checksum, shape.base));
+  format::store_chunk_check(out, format::chunk_check(out, size, seal, shape.base));
   return size;
 }
 
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+ZIPCCL_HOST_DEVICE std::uint64_t write_stored_chunk(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal,
                                                     std::uint8_t* out) {
-  return write_stored_chunk<E>(in, m, checksum, out, dense_body(m));
+  return write_stored_chunk<E>(in, m, seal, out, dense_body(m));
 }
 
 // Seals a coded chunk whose body (per `shape`) is in place: pads, writes the header and check;
 // returns its size.
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(const body_shape& shape, const codebook::table& t,
-                                                  std::uint64_t escapes, bool checksum, std::uint8_t* out) {
+                                                  std::uint64_t escapes, format::chunk_seal seal, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   const std::uint64_t end = L::escapes_offset(shape.elems, shape.base) + escapes;
   const std::uint64_t size = L::coded_bytes(shape.elems, escapes, shape.base);
@@ -253,14 +253,14 @@ ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(const body_shape& shape, const
   for (unsigned i = 0; i < format::table_size; ++i) h.table[i] = t.exponent[i];
   h.escapes = static_cast<std::uint32_t>(escapes);
   format::write_chunk_header(out, h);
-  format::store_chunk_check(out, format::chunk_check(out, size, checksum, shape.base));
+  format::store_chunk_check(out, format::chunk_check(out, size, seal, shape.base));
   return size;
 }
 
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(std::uint64_t m, const codebook::table& t, std::uint64_t escapes,
-                                                  bool checksum, std::uint8_t* out) {
-  return seal_coded_chunk<E>(dense_body(m), t, escapes, checksum, out);
+                                                  format::chunk_seal seal, std::uint8_t* out) {
+  return seal_coded_chunk<E>(dense_body(m), t, escapes, seal, out);
 }
 
 // Encodes one chunk of m elements with table t into out, which must hold stored_bytes(m); the
@@ -268,11 +268,11 @@ ZIPCCL_HOST_DEVICE std::uint64_t seal_coded_chunk(std::uint64_t m, const codeboo
 // coding not pay. Returns the chunk's size.
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t,
-                                              bool checksum, std::uint8_t* out, const body_shape& shape) {
+                                              format::chunk_seal seal, std::uint8_t* out, const body_shape& shape) {
   using L = format::chunk_layout<E>;
   using G = group_coder<E>;
   const std::int64_t budget = L::escape_budget(shape.elems, shape.base);
-  if (budget < 0) return write_stored_chunk<E>(in, m, checksum, out, shape);
+  if (budget < 0) return write_stored_chunk<E>(in, m, seal, out, shape);
   std::uint8_t lut[256];
   codebook::make_code_lut(t, lut);
   std::uint8_t* planes = out + L::planes_offset(shape.base);
@@ -287,18 +287,18 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint6
     const unsigned lanes = format::group_lanes(m, g);
     const unsigned k = G::encode(in + first * L::elem_size, lanes, lut, planes + b * G::P * 4,
                                  words + at * L::word_bytes, bytes + at, esc);
-    if (static_cast<std::int64_t>(n_esc + k) > budget) return write_stored_chunk<E>(in, m, checksum, out, shape);
+    if (static_cast<std::int64_t>(n_esc + k) > budget) return write_stored_chunk<E>(in, m, seal, out, shape);
     for (unsigned j = 0; j < k; ++j) escapes[n_esc + j] = esc[j];
     n_esc += k;
     ++b;
   }
-  return seal_coded_chunk<E>(shape, t, n_esc, checksum, out);
+  return seal_coded_chunk<E>(shape, t, n_esc, seal, out);
 }
 
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t encode_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t,
-                                              bool checksum, std::uint8_t* out) {
-  return encode_chunk<E>(in, m, t, checksum, out, dense_body(m));
+                                              format::chunk_seal seal, std::uint8_t* out) {
+  return encode_chunk<E>(in, m, t, seal, out, dense_body(m));
 }
 
 // What every rANS encoder of a chunk works from: the body's zero symbols (rans::zero_symbols) and
@@ -373,7 +373,7 @@ ZIPCCL_HOST_DEVICE bool plan_rans_chunk(const std::uint8_t* in, std::uint64_t m,
 // The rest sections are the encoder's. Returns the chunk's size.
 template <class E>
 ZIPCCL_HOST_DEVICE std::uint64_t seal_rans_chunk(const rans_plan& plan, const std::uint32_t* x, std::uint64_t top,
-                                                 bool checksum, std::uint8_t* out, const body_shape& shape) {
+                                                 format::chunk_seal seal, std::uint8_t* out, const body_shape& shape) {
   using RL = rans::layout<E>;
   const std::uint64_t r = plan.rests, base = shape.base, nsym = plan.nsym;
   const std::uint64_t n_words = (plan.cap - top) / 2;
@@ -394,7 +394,7 @@ ZIPCCL_HOST_DEVICE std::uint64_t seal_rans_chunk(const rans_plan& plan, const st
   rans::store_header_zero_symbols(plan.zero, h.table);
   h.escapes = static_cast<std::uint32_t>(n_words);
   format::write_chunk_header(out, h);
-  format::store_chunk_check(out, format::chunk_check(out, size, checksum, RL::words_offset(base, nsym)));
+  format::store_chunk_check(out, format::chunk_check(out, size, seal, RL::words_offset(base, nsym)));
   return size;
 }
 
@@ -481,12 +481,12 @@ ZIPCCL_HOST_DEVICE bool encode_rans_group_zeros(const rans_plan& plan, const ran
 // stored_bytes(m); the body per `shape`. Falls back to a stored body when the rANS body would not
 // be strictly smaller. Returns the chunk's size.
 template <class E>
-ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum,
+ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal,
                                                    std::uint8_t* out, const body_shape& shape) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   rans_plan plan;
-  if (!plan_rans_chunk<E>(in, m, shape, &plan)) return write_stored_chunk<E>(in, m, checksum, out, shape);
+  if (!plan_rans_chunk<E>(in, m, shape, &plan)) return write_stored_chunk<E>(in, m, seal, out, shape);
   const std::uint64_t base = shape.base, nsym = plan.nsym;
   rans::divisor div[rans::symbols];
   for (unsigned k = 0; k < rans::symbols; ++k) div[k] = rans::divisor::of(plan.freq[k]);
@@ -511,23 +511,23 @@ ZIPCCL_HOST_DEVICE std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::
       fits = encode_rans_group<E>(plan, div, in + first * L::elem_size, lanes, x, &top,
                                   words + at * rans::split<E>::word_bytes, bytes + at, out);
     }
-    if (!fits) return write_stored_chunk<E>(in, m, checksum, out, shape);
+    if (!fits) return write_stored_chunk<E>(in, m, seal, out, shape);
   }
-  return seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+  return seal_rans_chunk<E>(plan, x, top, seal, out, shape);
 }
 
 // The whole reference encoder for one chunk: its shape (zero mask or not), the policy's table
 // over the body, the body coded or stored. Returns the chunk's size.
 template <class E, class Policy>
 ZIPCCL_HOST_DEVICE std::uint64_t code_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m,
-                                            bool checksum, bool zero_masks, std::uint8_t* out) {
+                                            format::chunk_seal seal, bool zero_masks, std::uint8_t* out) {
   const body_shape shape = plan_body<E>(in, m, zero_masks, out);
   if constexpr (Policy::stat == codebook::statistic::symbol_counts) {
     (void)policy;
-    return encode_rans_chunk<E>(in, m, checksum, out, shape);
+    return encode_rans_chunk<E>(in, m, seal, out, shape);
   } else {
     const codebook::table t = choose_table<E>(policy, in, m, shape);
-    return encode_chunk<E>(in, m, t, checksum, out, shape);
+    return encode_chunk<E>(in, m, t, seal, out, shape);
   }
 }
 
@@ -677,7 +677,7 @@ ZIPCCL_HOST_DEVICE format::zero_mask_summary mask_summary_for(const std::uint8_t
 // Validates a whole chunk: header rules (the mask's included), check value, zero padding. On
 // success *h holds the header and *body (when not null) the body's shape.
 template <class E>
-ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, format::chunk_seal seal,
                                       format::chunk_header* h, body_shape* body = nullptr) {
   if (span < format::chunk_header_bytes) return status::corrupt;
   const format::chunk_header r = format::read_chunk_header(chunk);
@@ -685,7 +685,7 @@ ZIPCCL_HOST_DEVICE status check_chunk(const std::uint8_t* chunk, std::uint64_t s
   const status s = check_chunk_header<E>(r, span, m, z);
   if (s != status::success) return s;
   const body_shape b = chunk_body<E>(r, m, z, chunk);
-  if (format::chunk_check(chunk, span, checksum, check_prefix<E>(r, b)) != r.check) return status::checksum_mismatch;
+  if (format::chunk_check(chunk, span, seal, check_prefix<E>(r, b)) != r.check) return status::checksum_mismatch;
   for (std::uint64_t p = chunk_content_end<E>(r, b); p < span; ++p)
     if (chunk[p] != 0) return status::corrupt;
   *h = r;
@@ -866,12 +866,12 @@ ZIPCCL_HOST_DEVICE status decode_rans_body(const std::uint8_t* chunk, std::uint6
 // Decodes one validated-span chunk of m elements into out (m elements, any alignment).
 template <class E>
 ZIPCCL_HOST_DEVICE status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m,
-                                       bool checksum, std::uint8_t* out) {
+                                       format::chunk_seal seal, std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   using G = group_coder<E>;
   format::chunk_header h;
   body_shape body;
-  const status st = check_chunk<E>(chunk, span, m, checksum, &h, &body);
+  const status st = check_chunk<E>(chunk, span, m, seal, &h, &body);
   if (st != status::success) return st;
   if (format::mode_is_stored(h.mode)) {
     decode_stored_body<E>(chunk, m, body, out);

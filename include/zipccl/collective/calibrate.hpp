@@ -68,6 +68,7 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
   std::vector<std::uint8_t> fixed(W::fixed_bytes(n, chunk) + W::spill_bytes(chunk)), tail(W::max_bytes(n, chunk) + 16),
       scratch(W::scratch_bytes(chunk)), back(raw + 16);
   std::uint64_t tail_bytes = 0;
+  const collective::detail::wire_place place{n, static_cast<std::uint64_t>(Codec::type) << 56};  // segment 0
   const double codec_seconds = 0.02;
   auto timed = [&](auto&& work) {
     int reps = 0;
@@ -83,11 +84,11 @@ status calibrate(cost_model* model, Transport& t, const void* sample, std::uint6
   status s0 = collective::detail::agree(t, status::success);  // start together
   if (s0 != status::success) return s0;
   const double cs = timed([&] {
-    tail_bytes = W::encode(cb, sample, n, chunk, opt.codec.checksum, fixed.data(), tail.data());
+    tail_bytes = W::encode(cb, sample, n, chunk, opt.codec.checksum, place, fixed.data(), tail.data());
   });
   status decoded = status::success;
   const double ds = timed([&] {
-    decoded = W::decode_into(fixed.data(), tail.data(), tail_bytes, n, chunk, opt.codec.checksum, back.data(),
+    decoded = W::decode_into(fixed.data(), tail.data(), tail_bytes, n, chunk, opt.codec.checksum, place, back.data(),
                              scratch.data());
   });
   if (decoded != status::success) return collective::detail::fail(t, decoded);

@@ -243,14 +243,17 @@ inline std::uint64_t signature_mix(std::uint64_t x) {
 }
 // (The wire's layout is in it too, whatever the path: codebook::entropy lays chunks out unlike
 // the 3-bit policies, which share theirs, and a call's later stages may be compressed when its
-// first is not, as all_reduce's all_gather after a plain reduce_scatter.)
+// first is not, as all_reduce's all_gather after a plain reduce_scatter. So is the wire's
+// revision, wire_revision: ranks built from versions whose wires differ get size_mismatch.)
+// Revision 2: every chunk's check is bound to its place (detail/wire.hpp, wire_place).
+inline constexpr std::uint64_t wire_revision = 2;
 template <class Codec>
 std::uint64_t call_signature(call_kind kind, bool compressed, std::uint64_t count, std::uint64_t settings = 0) {
   const std::uint64_t rans = codebook::is_entropy_v<typename Codec::codebook_type> ? 1 : 0;
   const std::uint64_t x = count * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(kind) |
                                                           static_cast<std::uint64_t>(Codec::type) << 8 |
                                                           static_cast<std::uint64_t>(compressed) << 16 |
-                                                          rans << 24);
+                                                          rans << 24 | wire_revision << 32);
   return signature_mix(signature_mix(x) ^ settings);
 }
 // The options that change what travels (chunk and segment sizes, checksums) and the reduction

@@ -157,9 +157,10 @@ struct ring_scatter_packed : schedule_steps {
     const std::uint8_t* local = send + static_cast<std::uint64_t>(st.recv_block) * block;
     std::uint8_t* decoded = ws + lay.chunk_offset;
     ++done;
-    return lay.plan.decode(in_slot(i), st.segment, tail_in, ws + lay.scratch_offset,
-                           [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
-                             const status d = host::detail::decode_chunk<E>(chunk, span, m, opt.codec.checksum, decoded);
+    return lay.plan.decode(in_slot(i), st.segment, tail_in, opt.codec.checksum, ws + lay.scratch_offset,
+                           [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span,
+                               format::chunk_seal seal) {
+                             const status d = host::detail::decode_chunk<E>(chunk, span, m, seal, decoded);
                              if (d != status::success) return d;
                              const std::uint64_t at = (st.first + first) * Codec::element_size;
                              accumulate<E>(acc + at, decoded, local + at, m);

@@ -3,7 +3,7 @@
 //
 //   using decoder = zipccl::cuda::block_decode<zipccl::bf16, 256>;
 //   __shared__ typename decoder::TempStorage temp;
-//   const zipccl::status s = decoder(temp).decode_runs(chunk, span, m, checksum,
+//   const zipccl::status s = decoder(temp).decode_runs(chunk, span, m, seal,
 //       [&](std::uint64_t first, unsigned valid, const std::uint16_t (&v)[8]) {
 //         // elements first .. first + valid - 1 of the chunk, in registers: fuse them into a
 //         // reduction, an optimizer step or a GEMM prologue without a round trip through memory
@@ -17,9 +17,12 @@
 //
 // Where a chunk is: chunk c of a stream starts at format::directory_entry(stream, c) and ends at
 // format::chunk_end(stream, header, c); it holds format::chunk_elements(header.count,
-// header.chunk_elems, c) elements; `checksum` is the header's flag_checksum. Validate the stream
+// header.chunk_elems, c) elements; `seal` is format::reader_seal(header, c) (the header's
+// flag_checksum, and in a version 4 stream the chunk's place code). Validate the stream
 // header and directory first (cuda::decompress does it in its own kernel; a caller that decodes
-// chunks by hand uses format::read_header on the host or in a kernel).
+// chunks by hand uses format::read_header on the host or in a kernel), and once every chunk has
+// passed, the chunks' digest (format::check_digest), which cuda::decompress and the host check
+// last.
 //
 // decode_runs() hands each thread runs of up to 8 consecutive elements (raw bit patterns). Runs go
 // to threads in a fixed order: run k of the chunk (elements 8k .. 8k + 7) to thread k % Threads,
@@ -107,22 +110,22 @@ class block_decode {
   __device__ __forceinline__ explicit block_decode(TempStorage& temp) : s_(temp.Alias()) {}
 
   // Checks a chunk of m elements spanning `span` bytes without decoding it: the header rules (its
-  // zero mask's included), the check value (`checksum`: the stream's flag_checksum) and the zero
+  // zero mask's included), the check value (`seal`: format::reader_seal) and the zero
   // padding.
-  __device__ status check(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum) {
+  __device__ status check(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, format::chunk_seal seal) {
     format::chunk_header h;
     codec_detail::body_shape body;
-    return check_chunk(chunk, span, m, checksum, &h, &body);
+    return check_chunk(chunk, span, m, seal, &h, &body);
   }
 
   // Checks and decodes; op(first, valid, v) receives each run (see the top of this file). The
   // elements of a zero_* chunk's zero groups come as runs of zeros.
   template <class Op>
-  __device__ status decode_runs(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+  __device__ status decode_runs(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, format::chunk_seal seal,
                                 Op&& op) {
     format::chunk_header h;
     codec_detail::body_shape body;
-    const status s = check_chunk(chunk, span, m, checksum, &h, &body);
+    const status s = check_chunk(chunk, span, m, seal, &h, &body);
     if (s != status::success) return s;
     if (format::mode_is_rans(h.mode)) {
       if constexpr (Entropy) return decode_rans(chunk, m, h, body, op);
@@ -146,9 +149,9 @@ class block_decode {
   }
 
   // Checks and decodes into out (m elements, any alignment).
-  __device__ status decode(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+  __device__ status decode(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, format::chunk_seal seal,
                            std::uint8_t* out) {
-    return decode_runs(chunk, span, m, checksum, [out](std::uint64_t first, unsigned valid, const bits_type(&v)[8]) {
+    return decode_runs(chunk, span, m, seal, [out](std::uint64_t first, unsigned valid, const bits_type(&v)[8]) {
       detail::store_run<E>(out + first * L::elem_size, valid, v);
     });
   }
@@ -207,7 +210,7 @@ class block_decode {
 
   // Sets *h and *body and returns a block-uniform status: codec_detail::check_chunk's rules and
   // order.
-  __device__ status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+  __device__ status check_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, format::chunk_seal seal,
                                 format::chunk_header* h, codec_detail::body_shape* body) {
     const unsigned t = threadIdx.x;
     if (t == 0)  // a chunk shorter than a header leaves zeros, never the previous chunk's bytes
@@ -234,7 +237,7 @@ class block_decode {
     *body = codec_detail::chunk_body<E>(*h, m, z, chunk);
 
     std::uint64_t sum = 0;
-    const std::uint64_t words = format::check_words(span, checksum, codec_detail::check_prefix<E>(*h, *body));
+    const std::uint64_t words = format::check_words(span, seal.whole, codec_detail::check_prefix<E>(*h, *body));
     for (std::uint64_t w = t; w < words; w += Threads) sum += format::check_term(w, word_at(chunk + 8 * w));
     const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
     int bad = 0;
@@ -242,7 +245,7 @@ class block_decode {
       if (chunk[q] != 0) bad = 1;
     bad = __syncthreads_or(bad);  // also the barrier before the verdict is rewritten
     if (t == 0) {
-      s = format::check_value(total, words) != h->check ? status::checksum_mismatch
+      s = format::check_value(total, words, seal.place) != h->check ? status::checksum_mismatch
                                                          : (bad ? status::corrupt : status::success);
       s_.verdict = static_cast<int>(s);
     }

@@ -9,7 +9,7 @@
 //                                                   //  no zero masks: encoder enc(temp, policy, false))
 //   const std::uint64_t size = enc.plan(v, m);      // the chunk's exact size, same in every thread
 //   ... decide where the chunk goes (cuda::compress uses a decoupled look-back) ...
-//   enc.write(v, m, dst, checksum);                 // the chunk's bytes at dst
+//   enc.write(v, m, dst, seal);                     // the chunk's bytes at dst
 //
 // A chunk holds m <= Threads * ItemsPerThread elements (raw bit patterns), arranged in runs of 8:
 // run r of thread t holds elements r * Threads * 8 + 8t .. +7 of the chunk (elements at or past
@@ -137,8 +137,9 @@ class block_encode {
   }
 
   // Writes the planned chunk (plan()'s size) at dst, header, padding and check value included.
-  // `checksum`: the stream's flag_checksum (the check covers the whole chunk, not only its header).
-  __device__ void write(const runs_type& v, std::uint64_t m, std::uint8_t* dst, bool checksum) {
+  // `seal`: what the check covers (format::writer_seal for chunk c of a stream: with the checksum
+  // flag the whole chunk and its place).
+  __device__ void write(const runs_type& v, std::uint64_t m, std::uint8_t* dst, format::chunk_seal seal) {
     const unsigned t = threadIdx.x;
     if (masked_) write_mask(m, dst);
     std::uint64_t content_end = base_ + body_elems_ * L::elem_size, prefix = base_;
@@ -176,7 +177,7 @@ class block_encode {
       format::write_chunk_header(dst, h);
     }
     __syncthreads();
-    if (checksum) {
+    if (seal.whole) {
       // wide loads when dst is 8-byte aligned (chunks sit at multiples of 16 in a stream)
       const bool wide = detail::aligned_to(dst, 8);
       const std::uint64_t words = format::check_words(size_, true);
@@ -185,9 +186,9 @@ class block_encode {
         sum += format::check_term(w, wide ? reinterpret_cast<const unsigned long long*>(dst)[w]
                                           : format::load_le<std::uint64_t>(dst + 8 * w));
       const std::uint64_t total = block_reduce(s_.cub.reduce_storage).Sum(sum);
-      if (t == 0) format::store_chunk_check(dst, format::check_value(total, words));
+      if (t == 0) format::store_chunk_check(dst, format::check_value(total, words, seal.place));
     } else if (t == 0) {
-      format::store_chunk_check(dst, format::chunk_check(dst, size_, false, prefix));
+      format::store_chunk_check(dst, format::chunk_check(dst, size_, format::chunk_seal(false, seal.place), prefix));
     }
     __syncthreads();  // the shared storage may be reused for the next chunk
   }

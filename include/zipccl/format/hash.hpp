@@ -11,6 +11,9 @@
 // independent of each other, so the sum can be formed in any order: a GPU block reduces it in
 // parallel and gets the same value as the sequential host loop. 32-bit check fields hold
 // fold32(hash) = low 32 bits xor high 32 bits.
+//
+// mix32 is a bijection of 32-bit values (xorshifts and odd multipliers); the place codes of
+// chunks (format/chunk.hpp) are built on it so that two chunk indices never share a code.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,15 @@ ZIPCCL_HOST_DEVICE constexpr std::uint64_t hash_finish(std::uint64_t sum, std::u
 
 ZIPCCL_HOST_DEVICE constexpr std::uint32_t fold32(std::uint64_t h) {
   return static_cast<std::uint32_t>(h ^ (h >> 32));
+}
+
+ZIPCCL_HOST_DEVICE constexpr std::uint32_t mix32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7F4A7C15u;
+  x ^= x >> 15;
+  x *= 0x6659FD93u;
+  x ^= x >> 16;
+  return x;
 }
 
 // Sum of terms of the words [first, first + count) of p, whose word 0 is word `first` of the

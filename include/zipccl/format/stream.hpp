@@ -40,13 +40,15 @@ ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
 }
 // The newest version; readers accept every version from 1. Version 1 streams have only stored and
 // coded chunks and the three 3-bit policies; version 2 adds the zero-mask and rANS chunk modes and
-// codebook::entropy; version 3 adds the rANS modes with zero symbols (docs/FORMAT.md). A writer
-// stamps the lowest version its stream needs (writer_version), so a stream without the new modes
-// stays readable by older readers.
-inline constexpr std::uint16_t version = 3;
+// codebook::entropy; version 3 adds the rANS modes with zero symbols; version 4, written exactly
+// when the checksum flag is set, binds every chunk's check to its place and holds the chunks'
+// digest in header bytes 36..39 (docs/FORMAT.md). A writer stamps the lowest version its stream
+// needs (writer_version), so a stream without the new features stays readable by older readers.
+inline constexpr std::uint16_t version = 4;
 inline constexpr std::uint16_t min_version = 1;
 ZIPCCL_HOST_DEVICE constexpr bool version_has_zero_masks(std::uint16_t v) { return v >= 2; }
 ZIPCCL_HOST_DEVICE constexpr bool version_has_zero_symbols(std::uint16_t v) { return v >= 3; }
+ZIPCCL_HOST_DEVICE constexpr bool version_binds_chunks(std::uint16_t v) { return v >= 4; }
 inline constexpr std::uint32_t flag_checksum = 1u;  // every chunk check covers its whole body
 inline constexpr std::uint32_t known_flags = flag_checksum;
 
@@ -60,13 +62,15 @@ struct stream_header {
   std::uint64_t count = 0;        // elements
   std::uint64_t total_bytes = 0;  // the whole stream, header included
   std::uint32_t chunks = 0;
+  std::uint32_t digest = 0;  // version 4: the chunks' digest (format/chunk.hpp); else 0
 };
 
-// The version a writer stamps from its policy and the highest chunk mode byte in the stream: 3
-// when a chunk has zero symbols (mode 8 and above), 2 when the policy or any chunk (a mode byte
-// above 1) needs it, else 1.
-ZIPCCL_HOST_DEVICE constexpr std::uint16_t writer_version(codebook_kind k, std::uint8_t top_mode) {
-  return top_mode >= 8u ? std::uint16_t(3)
+// The version a writer stamps from its policy, the highest chunk mode byte in the stream and the
+// checksum flag: 4 with the flag; else 3 when a chunk has zero symbols (mode 8 and above), 2 when
+// the policy or any chunk (a mode byte above 1) needs it, else 1.
+ZIPCCL_HOST_DEVICE constexpr std::uint16_t writer_version(codebook_kind k, std::uint8_t top_mode, bool checksum) {
+  return checksum          ? std::uint16_t(4)
+         : top_mode >= 8u ? std::uint16_t(3)
          : top_mode > 1u || static_cast<unsigned>(k) > 3u ? std::uint16_t(2)
                                                           : std::uint16_t(1);
 }
@@ -88,7 +92,7 @@ ZIPCCL_HOST_DEVICE void write_header_fields(std::uint8_t* out, const stream_head
   store_le<std::uint64_t>(out + 16, h.count);
   store_le<std::uint64_t>(out + 24, h.total_bytes);
   store_le<std::uint32_t>(out + 32, h.chunks);
-  store_le<std::uint32_t>(out + 36, 0u);
+  store_le<std::uint32_t>(out + 36, h.digest);
 }
 
 inline constexpr std::uint64_t header_hash_field = 40;
@@ -147,7 +151,10 @@ ZIPCCL_HOST_DEVICE status parse_header(const std::uint8_t* in, std::uint64_t in_
   r.count = load_le<std::uint64_t>(in + 16);
   r.total_bytes = load_le<std::uint64_t>(in + 24);
   r.chunks = load_le<std::uint32_t>(in + 32);
-  if ((r.flags & ~known_flags) != 0 || load_le<std::uint32_t>(in + 36) != 0) return status::corrupt;
+  r.digest = load_le<std::uint32_t>(in + 36);
+  if ((r.flags & ~known_flags) != 0) return status::corrupt;
+  // version 4 is the checksum flag's version; before it bytes 36..39 are reserved and zero
+  if (version_binds_chunks(v) ? (r.flags & flag_checksum) == 0 : r.digest != 0) return status::corrupt;
   if (!valid_chunk_elems(r.chunk_elems)) return status::corrupt;
   if (chunk_count(r.count, r.chunk_elems) != r.chunks) return status::corrupt;
   const std::uint64_t data = data_offset(r.chunks);

@@ -76,8 +76,8 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
       format::store_le<std::uint64_t>(dst + format::header_bytes + 8 * c, pos - part_begin[p]);
       // (the part's next chunk read ahead while this one is coded)
       const auto ahead = detail::read_ahead::in_part(src, c, e, n, opt.chunk_elems, L::elem_size);
-      pos += detail::encode_chunk<E>(cb, src + c * opt.chunk_elems * L::elem_size, m, opt.checksum, opt.zero_groups,
-                                     dst + pos, ahead);
+      pos += detail::encode_chunk<E>(cb, src + c * opt.chunk_elems * L::elem_size, m,
+                                     format::writer_seal(E::id, n, opt.checksum, c), opt.zero_groups, dst + pos, ahead);
     }
     part_end[p] = pos;
   });
@@ -101,7 +101,7 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
     top_mode = mode > top_mode ? mode : top_mode;
   }
   format::stream_header h;
-  h.version = format::writer_version(Codec::codebook_type::kind, top_mode);
+  h.version = format::writer_version(Codec::codebook_type::kind, top_mode, opt.checksum);
   h.type = E::id;
   h.codebook = Codec::codebook_type::kind;
   h.flags = opt.checksum ? format::flag_checksum : 0u;
@@ -109,6 +109,7 @@ status compress(const void* in, std::uint64_t n, void* out, std::uint64_t out_ca
   h.count = n;
   h.total_bytes = pos;
   h.chunks = static_cast<std::uint32_t>(chunks);
+  if (format::version_binds_chunks(h.version)) h.digest = format::chunk_digest(dst, chunks);
   format::write_header(dst, h);
   *out_bytes = pos;
   return status::success;

@@ -61,7 +61,6 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
     if (!format::directory_entry_ok(h, c, off, prev)) return status::corrupt;
     prev = off;
   }
-  const bool whole = (h.flags & format::flag_checksum) != 0;
   std::vector<status> part_status(std::max(1u, threads), status::success);
   fork_join(threads, h.chunks, [&](unsigned p, std::uint64_t b, std::uint64_t e) {
     // two chunks at a time (decode_chunk_pair: one loop over both where that is faster)
@@ -70,6 +69,7 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
       const std::uint8_t* chunk[2] = {};
       std::uint64_t span[2] = {}, m[2] = {};
       std::uint8_t* dst[2] = {};
+      format::chunk_seal seal[2];
       status s[2] = {status::success, status::success};
       for (unsigned i = 0; i < k; ++i) {
         const std::uint64_t off = format::directory_entry(in, c + i);
@@ -77,13 +77,14 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
         span[i] = format::chunk_end(in, h, c + i) - off;
         m[i] = format::chunk_elements(h.count, h.chunk_elems, c + i);
         dst[i] = out + (c + i) * h.chunk_elems * L::elem_size;
+        seal[i] = format::reader_seal(h, c + i);
         if (!format::chunk_mode_allowed(h, in[off])) s[i] = status::corrupt;
       }
       if (k == 2 && s[0] == status::success && s[1] == status::success)
-        detail::decode_chunk_pair<E>(chunk, span, m, whole, dst, s);
+        detail::decode_chunk_pair<E>(chunk, span, m, seal, dst, s);
       else
         for (unsigned i = 0; i < k; ++i)
-          if (s[i] == status::success) s[i] = detail::decode_chunk<E>(chunk[i], span[i], m[i], whole, dst[i]);
+          if (s[i] == status::success) s[i] = detail::decode_chunk<E>(chunk[i], span[i], m[i], seal[i], dst[i]);
       for (unsigned i = 0; i < k; ++i)
         if (s[i] != status::success) {
           part_status[p] = s[i];
@@ -93,7 +94,8 @@ status decompress_chunks(const std::uint8_t* in, const format::stream_header& h,
   });
   for (status s : part_status)
     if (s != status::success) return s;
-  return status::success;
+  // version 4: every chunk passed its own checks; they must be the chunks the header was sealed with
+  return format::check_digest(in, h);
 }
 }  // namespace detail
 

@@ -67,6 +67,11 @@ struct fixed_wire {
   ZIPCCL_HOST_DEVICE static constexpr std::uint64_t tag(std::uint64_t index, bool overflow) {
     return (static_cast<std::uint64_t>(Codec::type) << 56) | (overflow ? overflow_bit : 0) | (index & max_index);
   }
+  // The place segment `index` of a message of `count` elements seals its chunks with (the tag
+  // without the overflow bit, which the encoder sets after the chunks are sealed).
+  ZIPCCL_HOST_DEVICE static constexpr wire_place place(std::uint64_t count, std::uint64_t index) {
+    return {count, tag(index, false)};
+  }
   // The scratch encode() needs: one chunk as a stream would hold it.
   static constexpr std::uint64_t scratch_bytes(std::uint64_t chunk_elems) { return W::scratch_bytes(chunk_elems); }
 
@@ -89,7 +94,8 @@ struct fixed_wire {
       const std::uint64_t f = W::chunk_fixed(k);
       // (zero masks with rANS only, as on the host collectives' wire: their room is in the fixed part)
       const std::uint64_t size =
-          host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k, checksum, W::rans, scratch,
+          host::detail::encode_chunk<E>(cb, src + first * L::elem_size, k,
+                                        place(count, index).seal(checksum, first / chunk_elems), W::rans, scratch,
                                         host::detail::read_ahead::from(src, first + k, m, chunk_elems, L::elem_size));
       if (size - f > room - used) {
         overflow = true;
@@ -129,24 +135,26 @@ struct fixed_wire {
     return status::success;
   }
 
-  // Decodes a received segment: open(), then each chunk through sink(first, k, chunk, span) as
-  // wire::decode() does (scratch: scratch_bytes(chunk_elems)).
+  // Decodes a received segment: open(), then each chunk through sink(first, k, chunk, span, seal)
+  // as wire::decode() does (scratch: scratch_bytes(chunk_elems)).
   template <class Sink>
-  static status decode(const std::uint8_t* seg, std::uint64_t m, std::uint64_t chunk_elems, std::uint64_t count,
-                       std::uint64_t index, std::uint32_t permille, std::uint8_t* scratch, Sink&& sink) {
+  static status decode(const std::uint8_t* seg, std::uint64_t m, std::uint64_t chunk_elems, bool checksum,
+                       std::uint64_t count, std::uint64_t index, std::uint32_t permille, std::uint8_t* scratch,
+                       Sink&& sink) {
     std::uint64_t used = 0;
     const status s = open(seg, m, chunk_elems, count, index, permille, &used);
     if (s != status::success) return s;
-    return W::decode(seg + preamble, seg + preamble + W::fixed_bytes(m, chunk_elems), used, m, chunk_elems, scratch,
-                     static_cast<Sink&&>(sink));
+    return W::decode(seg + preamble, seg + preamble + W::fixed_bytes(m, chunk_elems), used, m, chunk_elems, checksum,
+                     place(count, index), scratch, static_cast<Sink&&>(sink));
   }
   static status decode_into(const std::uint8_t* seg, std::uint64_t m, std::uint64_t chunk_elems, bool checksum,
                             std::uint64_t count, std::uint64_t index, std::uint32_t permille, void* out,
                             std::uint8_t* scratch) {
     auto* dst = static_cast<std::uint8_t*>(out);
-    return decode(seg, m, chunk_elems, count, index, permille, scratch,
-                  [&](std::uint64_t first, std::uint64_t k, const std::uint8_t* chunk, std::uint64_t span) {
-                    return host::detail::decode_chunk<E>(chunk, span, k, checksum,
+    return decode(seg, m, chunk_elems, checksum, count, index, permille, scratch,
+                  [&](std::uint64_t first, std::uint64_t k, const std::uint8_t* chunk, std::uint64_t span,
+                      format::chunk_seal seal) {
+                    return host::detail::decode_chunk<E>(chunk, span, k, seal,
                                                          dst + first * format::chunk_layout<E>::elem_size);
                   });
   }
@@ -176,7 +184,7 @@ std::uint32_t spill_permille_for(const void* sample, std::uint64_t n, const coll
     const std::uint64_t m = n - first < seg ? n - first : seg;
     const std::uint64_t t =
         W::encode(cb, static_cast<const std::uint8_t*>(sample) + first * Codec::element_size, m, chunk, false,
-                  fixed.data(), tail.data());
+                  collective::detail::wire_place{n, 0}, fixed.data(), tail.data());
     // the smallest p with fixed_wire::spill_bytes(m, p) >= t
     std::uint64_t p = (t * 1000 + m - 1) / m;
     while (p > 0 && collective::detail::fixed_wire<Codec>::spill_bytes(m, static_cast<std::uint32_t>(p - 1)) >= t) --p;

@@ -85,6 +85,8 @@ struct segment_plan : segmentation {
   std::uint64_t head_bytes(std::uint64_t s) const { return preamble + wire<Codec>::fixed_bytes(elems(s), chunk); }
   std::uint64_t tail_offset(std::uint64_t s) const { return head_bytes(s) + wire<Codec>::spill_bytes(chunk); }
   std::uint64_t tag(std::uint64_t s) const { return (static_cast<std::uint64_t>(Codec::type) << 56) | s; }
+  // Where segment s's chunks belong (their checks are bound to it).
+  wire_place place(std::uint64_t s) const { return {count, tag(s)}; }
 
   // Encodes segment s of the message at `message` into the slot at p.
   section encode(const typename Codec::codebook_type& cb, const void* message, std::uint64_t s, bool checksum,
@@ -93,7 +95,7 @@ struct segment_plan : segmentation {
     format::store_le<std::uint64_t>(p + 8, tag(s));
     const auto* in = static_cast<const std::uint8_t*>(message) + first(s) * Codec::element_size;
     const std::uint64_t tail =
-        wire<Codec>::encode(cb, in, elems(s), chunk, checksum, p + preamble, p + tail_offset(s));
+        wire<Codec>::encode(cb, in, elems(s), chunk, checksum, place(s), p + preamble, p + tail_offset(s));
     return {p, head_bytes(s), p + tail_offset(s), tail};
   }
   // A slot whose segment is already in place (to forward it).
@@ -112,15 +114,16 @@ struct segment_plan : segmentation {
     return status::success;
   }
   template <class Sink>
-  status decode(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, std::uint8_t* scratch,
+  status decode(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, bool checksum, std::uint8_t* scratch,
                 Sink&& sink) const {
-    return wire<Codec>::decode(p + preamble, p + tail_offset(s), tail_bytes, elems(s), chunk, scratch, sink);
+    return wire<Codec>::decode(p + preamble, p + tail_offset(s), tail_bytes, elems(s), chunk, checksum, place(s),
+                               scratch, sink);
   }
   status decode_into(const std::uint8_t* p, std::uint64_t s, std::uint64_t tail_bytes, bool checksum, void* message,
                      std::uint8_t* scratch) const {
     auto* out = static_cast<std::uint8_t*>(message) + first(s) * Codec::element_size;
-    return wire<Codec>::decode_into(p + preamble, p + tail_offset(s), tail_bytes, elems(s), chunk, checksum, out,
-                                    scratch);
+    return wire<Codec>::decode_into(p + preamble, p + tail_offset(s), tail_bytes, elems(s), chunk, checksum, place(s),
+                                    out, scratch);
   }
 };
 

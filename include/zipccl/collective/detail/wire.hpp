@@ -14,7 +14,9 @@
 //                  all of a rANS chunk past its header and mask), back to back; its size follows
 //                  from the chunk headers (and masks) in the fixed section.
 // So no size message is needed, and a receiver can validate and plan a segment as soon as its fixed
-// section arrives. There is no stream header: both sides know the codec and the count.
+// section arrives. There is no stream header: both sides know the codec and the count. Every
+// chunk's check is bound to its place (wire_place): chunk j of a segment, the message's count and
+// the segment's tag, so that chunks swapped, moved or taken from another segment fail their checks.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,16 @@
 #include "../../host/detail/chunk_dispatch.hpp"
 
 namespace zipccl::collective::detail {
+
+// Where a segment's chunks belong: the message's element count and the segment's tag (the
+// preamble's element type << 56 | segment index). Chunk j of the segment is sealed with
+// format::place_code(j, count, tag), with or without the checksum.
+struct wire_place {
+  std::uint64_t count = 0, tag = 0;
+  ZIPCCL_HOST_DEVICE constexpr format::chunk_seal seal(bool checksum, std::uint64_t j) const {
+    return format::chunk_seal(checksum, format::place_code(j, count, tag));
+  }
+};
 
 template <class Codec>
 struct wire {
@@ -55,19 +67,22 @@ struct wire {
   static constexpr std::uint64_t scratch_bytes(std::uint64_t chunk_elems) { return L::stored_bytes(chunk_elems); }
   static constexpr std::uint64_t spill_bytes(std::uint64_t chunk_elems) { return L::stored_bytes(chunk_elems); }
 
-  // Encodes `count` elements at `in`: the fixed section to `fixed`, the tail section to `tail`
-  // (room for max_bytes - fixed_bytes). Every chunk is encoded in place at its spot in the fixed
-  // section and the part past its fixed size moved to the tail, so `fixed` needs spill_bytes()
-  // more room past the fixed section, which encode() overwrites. Returns the tail's size.
+  // Encodes `count` elements at `in`, a segment at `place`: the fixed section to `fixed`, the tail
+  // section to `tail` (room for max_bytes - fixed_bytes). Every chunk is encoded in place at its
+  // spot in the fixed section and the part past its fixed size moved to the tail, so `fixed` needs
+  // spill_bytes() more room past the fixed section, which encode() overwrites. Returns the tail's
+  // size.
   static std::uint64_t encode(const typename Codec::codebook_type& cb, const void* in, std::uint64_t count,
-                              std::uint64_t chunk_elems, bool checksum, std::uint8_t* fixed, std::uint8_t* tail) {
+                              std::uint64_t chunk_elems, bool checksum, const wire_place& place, std::uint8_t* fixed,
+                              std::uint8_t* tail) {
     const auto* src = static_cast<const std::uint8_t*>(in);
     std::uint64_t tail_bytes = 0;
     for (std::uint64_t first = 0; first < count; first += chunk_elems) {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
       const std::uint64_t f = chunk_fixed(m);
       const std::uint64_t size =
-          host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, checksum, rans, fixed,
+          host::detail::encode_chunk<E>(cb, src + first * L::elem_size, m, place.seal(checksum, first / chunk_elems),
+                                        rans, fixed,
                                         host::detail::read_ahead::from(src, first + m, count, chunk_elems, L::elem_size));
       if (size > f) std::memcpy(tail + tail_bytes, fixed + f, size - f);  // the next chunk overwrites it here
       fixed += f;
@@ -93,12 +108,14 @@ struct wire {
     return status::success;
   }
 
-  // Decodes a segment whose tail section holds tail_bytes bytes. For each chunk, sink(first, m,
-  // chunk, span) receives the chunk's bytes joined in `scratch`; it decodes them and returns a
-  // status. decode() stops at the first error.
+  // Decodes a segment at `place` whose tail section holds tail_bytes bytes. For each chunk,
+  // sink(first, m, chunk, span, seal) receives the chunk's bytes joined in `scratch` and the seal
+  // its check must match (place.seal(checksum, its index)); it decodes them and returns a status.
+  // decode() stops at the first error.
   template <class Sink>
   static status decode(const std::uint8_t* fixed, const std::uint8_t* tail, std::uint64_t tail_bytes,
-                       std::uint64_t count, std::uint64_t chunk_elems, std::uint8_t* scratch, Sink&& sink) {
+                       std::uint64_t count, std::uint64_t chunk_elems, bool checksum, const wire_place& place,
+                       std::uint8_t* scratch, Sink&& sink) {
     std::uint64_t used = 0;
     for (std::uint64_t first = 0; first < count; first += chunk_elems) {
       const std::uint64_t m = count - first < chunk_elems ? count - first : chunk_elems;
@@ -109,7 +126,7 @@ struct wire {
       if (span - f > tail_bytes - used) return status::corrupt;
       std::memcpy(scratch, fixed, f);
       if (span > f) std::memcpy(scratch + f, tail + used, span - f);  // a tail may be empty (and null)
-      s = sink(first, m, static_cast<const std::uint8_t*>(scratch), span);
+      s = sink(first, m, static_cast<const std::uint8_t*>(scratch), span, place.seal(checksum, first / chunk_elems));
       if (s != status::success) return s;
       fixed += f;
       used += span - f;
@@ -119,12 +136,13 @@ struct wire {
 
   // Decodes a segment into `out` (count elements).
   static status decode_into(const std::uint8_t* fixed, const std::uint8_t* tail, std::uint64_t tail_bytes,
-                            std::uint64_t count, std::uint64_t chunk_elems, bool checksum, void* out,
-                            std::uint8_t* scratch) {
+                            std::uint64_t count, std::uint64_t chunk_elems, bool checksum, const wire_place& place,
+                            void* out, std::uint8_t* scratch) {
     auto* dst = static_cast<std::uint8_t*>(out);
-    return decode(fixed, tail, tail_bytes, count, chunk_elems, scratch,
-                  [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span) {
-                    return host::detail::decode_chunk<E>(chunk, span, m, checksum, dst + first * L::elem_size);
+    return decode(fixed, tail, tail_bytes, count, chunk_elems, checksum, place, scratch,
+                  [&](std::uint64_t first, std::uint64_t m, const std::uint8_t* chunk, std::uint64_t span,
+                      format::chunk_seal seal) {
+                    return host::detail::decode_chunk<E>(chunk, span, m, seal, dst + first * L::elem_size);
                   });
   }
 

@@ -4,6 +4,8 @@
 //   validate_kernel   one block per tensor: the stream header, the directory and its hash, the
 //                     caller's output; the same checks in the same order as the host's
 //                     decompress_as<E>, so a bad stream gives the same status on either executor.
+//                     In a version 4 stream it also matches the chunks' digest, whose verdict
+//                     counts only when every chunk passes (the host's order).
 //   prefix_kernel     (batches) one block: where each tensor's chunks start in one flat
 //                     numbering of all the batch's chunks (a block-wide scan).
 //   decode_kernel     a grid-stride loop over the flat chunk numbering, one chunk per block at a
@@ -49,6 +51,7 @@ namespace zipccl::cuda::detail {
 struct decode_state {
   format::stream_header header;
   unsigned long long first_failure;  // (chunk << 8) | status of the lowest failing chunk; no_failure if none
+  int digest_ok;  // version 4: the chunks' check fields match the header's digest (else 1)
 };
 inline constexpr unsigned long long no_failure = ~0ull;
 
@@ -134,18 +137,25 @@ __global__ void __launch_bounds__(Threads) validate_kernel(decode_batch batch) {
   }
   __syncthreads();
   if (!parsed) return;
-  // the directory's hash terms, its rule and its padding (format::read_header's checks)
-  std::uint64_t sum = 0;
+  // the directory's hash terms, its rule and its padding (format::read_header's checks); in a
+  // version 4 stream the digest terms of the chunks' check fields, read only where a chunk's header
+  // lies inside the stream (where it does not, a chunk check fails first: the digest comes last)
+  const bool digest = format::version_binds_chunks(h.version) && h.total_bytes <= p.in_bytes;
+  std::uint64_t sum = 0, digest_sum = 0;
   int bad_entry = 0, bad_padding = 0;
   for (std::uint64_t c = t; c < h.chunks; c += Threads) {
     const std::uint64_t entry = format::directory_entry(p.in, c);
     sum += format::directory_term(c, entry);
     if (!format::directory_entry_ok(h, c, entry, c == 0 ? 0 : format::directory_entry(p.in, c - 1))) bad_entry = 1;
+    else if (digest && entry + format::chunk_header_bytes <= h.total_bytes)
+      digest_sum += format::digest_term(c, format::load_le<std::uint32_t>(p.in + entry + format::chunk_check_field));
   }
   const std::uint64_t directory_end = format::header_bytes + format::directory_entry_bytes * h.chunks;
   for (std::uint64_t q = directory_end + t; q < format::data_offset(h.chunks); q += Threads)
     if (p.in[q] != 0) bad_padding = 1;
   const std::uint64_t total = block_reduce(tmp).Sum(sum);
+  __syncthreads();  // the reduction's storage is reused
+  const std::uint64_t digest_total = block_reduce(tmp).Sum(digest_sum);
   bad_entry = __syncthreads_or(bad_entry);
   bad_padding = __syncthreads_or(bad_padding);
   if (t == 0) {
@@ -161,6 +171,7 @@ __global__ void __launch_bounds__(Threads) validate_kernel(decode_batch batch) {
     else if (bad_entry) s = status::corrupt;
     *p.result = s;
     p.state->header = h;
+    p.state->digest_ok = !digest || format::digest_value(digest_total, h.chunks) == h.digest;
   }
 }
 
@@ -185,6 +196,7 @@ __device__ void finish_decode(const decode_batch& batch) {
     ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device> failure(p.state->first_failure);
     const unsigned long long f = failure.load(::cuda::memory_order_relaxed);
     if (f != no_failure) *p.result = static_cast<status>(f & 0xFFu);
+    else if (!p.state->digest_ok) *p.result = status::checksum_mismatch;  // last, as on the host
     else if (p.count != nullptr) *p.count = p.state->header.count;
   }
 }
@@ -210,10 +222,10 @@ __global__ void __launch_bounds__(Threads) decode_kernel(decode_batch batch) {
       const std::uint64_t off = format::directory_entry(p.in, c);
       // validate_kernel checked off < end <= total_bytes <= in_bytes
       const std::uint64_t span = format::chunk_end(p.in, h, c) - off;
-      const bool checksum = (h.flags & format::flag_checksum) != 0;
       // a zero_* chunk in a version 1 stream is corrupt, as on the host (the same in every thread)
       const status s = format::chunk_mode_allowed(h, p.in[off])
-                           ? decoder(tmp).decode(p.in + off, span, m, checksum, p.out + c * h.chunk_elems * L::elem_size)
+                           ? decoder(tmp).decode(p.in + off, span, m, format::reader_seal(h, c),
+                                                 p.out + c * h.chunk_elems * L::elem_size)
                            : status::corrupt;
       // (built without rANS, the decoder reports unsupported_mode for a rANS chunk that passed
       // every check, and only for that: rans_warps_kernel decodes it)

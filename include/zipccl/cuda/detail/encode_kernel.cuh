@@ -112,11 +112,11 @@ __global__ void __launch_bounds__(Tuning::threads) encode_kernel(encode_batch ba
     }
   }
   __syncthreads();
-  enc.write(v, m, p.out + chunk_offset, p.checksum);
+  enc.write(v, m, p.out + chunk_offset, format::writer_seal(E::id, p.n, p.checksum, c));
 }
 
-// One block per tensor: the stream header, its hash over the directory, the padding, and the
-// total size. `h` carries the fields common to the batch.
+// One block per tensor: the stream header (with the checksum flag, the chunks' digest), its hash
+// over the directory, the padding, and the total size. `h` carries the fields common to the batch.
 template <int Threads>
 __global__ void __launch_bounds__(Threads) finish_kernel(encode_batch batch, format::stream_header h) {
   using block_reduce = cub::BlockReduce<std::uint64_t, Threads>;
@@ -128,25 +128,30 @@ __global__ void __launch_bounds__(Threads) finish_kernel(encode_batch batch, for
   const std::uint64_t total =
       h.chunks == 0 ? format::data_offset(0)
                     : format::directory_entry(out, h.chunks - 1) + p.chunk_sizes[h.chunks - 1];
-  std::uint64_t sum = 0;
+  const bool checksum = (h.flags & format::flag_checksum) != 0;
+  std::uint64_t sum = 0, digest_sum = 0;
   // the highest chunk mode, as 1 (a mode above 1: version 2) or 8 (zero symbols: version 3), for
-  // format::writer_version
+  // format::writer_version; with the checksum flag the chunks' digest terms
   int v2 = 0, v3 = 0;
   for (std::uint64_t c = threadIdx.x; c < h.chunks; c += Threads) {
     const std::uint64_t entry = format::directory_entry(out, c);
     sum += format::directory_term(c, entry);
     v2 |= out[entry] > 1u ? 1 : 0;
     v3 |= out[entry] >= 8u ? 1 : 0;
+    if (checksum) digest_sum += format::digest_term(c, format::load_le<std::uint32_t>(out + entry + format::chunk_check_field));
   }
   v2 = __syncthreads_or(v2);
   v3 = __syncthreads_or(v3);
-  h.version = format::writer_version(h.codebook, std::uint8_t(v3 ? 8 : v2 ? 2 : 0));
+  h.version = format::writer_version(h.codebook, std::uint8_t(v3 ? 8 : v2 ? 2 : 0), checksum);
   for (std::uint64_t q = format::header_bytes + format::directory_entry_bytes * h.chunks + threadIdx.x;
        q < format::data_offset(h.chunks); q += Threads)
     out[q] = 0;
   const std::uint64_t directory_sum = block_reduce(tmp).Sum(sum);
+  __syncthreads();  // the reduction's storage is reused
+  const std::uint64_t digest_total = block_reduce(tmp).Sum(digest_sum);
   if (threadIdx.x == 0) {
     h.total_bytes = total;
+    if (format::version_binds_chunks(h.version)) h.digest = format::digest_value(digest_total, h.chunks);
     format::write_header_fields(out, h);
     format::finish_header(out, directory_sum, h.chunks);
     *p.out_bytes = total;

@@ -84,6 +84,10 @@ struct wire_geometry {
   ZIPCCL_HOST_DEVICE std::uint64_t chunk_end(std::uint64_t s1) const {
     return s1 * per_seg < chunks() ? s1 * per_seg : chunks();
   }
+  // The seal of chunk c: chunk c % per_seg of segment c / per_seg (fixed_wire::place).
+  ZIPCCL_HOST_DEVICE format::chunk_seal seal(bool checksum, std::uint64_t c) const {
+    return F::place(count, c / per_seg).seal(checksum, c % per_seg);
+  }
 };
 
 // The span of a chunk from its fixed part (the stream's rules), or 0 when it breaks them: the
@@ -121,7 +125,7 @@ __global__ void __launch_bounds__(Tuning::threads)
   enc::load(src + c * g.chunk * Codec::element_size, m, v);
   enc e(temp, policy, collective::detail::wire<Codec>::rans);  // zero masks with rANS only
   (void)e.plan(v, m);
-  e.write(v, m, staging + c * g.stride(), checksum);
+  e.write(v, m, staging + c * g.stride(), g.seal(checksum, c));
 }
 
 // The sums over a segment's chunks before chunk j and in all, of f(chunk i) (one block).
@@ -297,7 +301,7 @@ __global__ void __launch_bounds__(Tuning::threads)
   const std::uint64_t at = c * g.chunk * Codec::element_size;
   if constexpr (Mode == decode_mode::store) {
     if (span == 0) return;
-    const status st = dec(temp.d).decode(staging + c * g.stride(), span, m, checksum, out + at);
+    const status st = dec(temp.d).decode(staging + c * g.stride(), span, m, g.seal(checksum, c), out + at);
     if (st != status::success && threadIdx.x == 0) record(key, stage, check_position(s, g.per_seg, 3 + g.per_seg + j), st);
   } else {
     typename enc::runs_type v, mine;
@@ -307,7 +311,7 @@ __global__ void __launch_bounds__(Tuning::threads)
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[r][i] = mine[r][i];
     if (span != 0) {
-      const status st = dec(temp.d).decode_runs(staging + c * g.stride(), span, m, checksum,
+      const status st = dec(temp.d).decode_runs(staging + c * g.stride(), span, m, g.seal(checksum, c),
                                                 [&](std::uint64_t first, unsigned valid, const bits(&d)[8]) {
                                                   const int r = static_cast<int>(first / (8ull * T));
 #pragma unroll
@@ -329,7 +333,7 @@ __global__ void __launch_bounds__(Tuning::threads)
     } else {
       enc e(temp.e, policy, rans);  // zero masks with rANS only
       (void)e.plan(v, m);
-      e.write(v, m, next_staging + c * g.stride(), checksum);
+      e.write(v, m, next_staging + c * g.stride(), g.seal(checksum, c));
     }
   }
 }

@@ -471,13 +471,13 @@ codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::
 // codec_detail::encode_chunk (a coded body with table t, or stored when escapes make coding not
 // pay) with full groups coded 32 lanes at a time.
 template <class E>
-std::uint64_t encode_coded_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t, bool checksum,
+std::uint64_t encode_coded_chunk(const std::uint8_t* in, std::uint64_t m, const codebook::table& t, format::chunk_seal seal,
                                  std::uint8_t* out, const codec_detail::body_shape& shape) {
   using L = format::chunk_layout<E>;
   using G = codec_detail::group_coder<E>;
   constexpr unsigned P = L::planes;
   const std::int64_t budget = L::escape_budget(shape.elems, shape.base);
-  if (budget < 0) return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+  if (budget < 0) return codec_detail::write_stored_chunk<E>(in, m, seal, out, shape);
   std::uint8_t lut[256];
   codebook::make_code_lut(t, lut);
   // code k + 1 where a lane's exponent is entry k; entries are tried from the last to the first,
@@ -500,7 +500,7 @@ std::uint64_t encode_coded_chunk(const std::uint8_t* in, std::uint64_t m, const 
     if (lanes < format::group_elems) {
       const unsigned k =
           G::encode(in + first * L::elem_size, lanes, lut, planes + b * P * 4, words + at * L::word_bytes, bytes + at, esc);
-      if (static_cast<std::int64_t>(n_esc + k) > budget) return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+      if (static_cast<std::int64_t>(n_esc + k) > budget) return codec_detail::write_stored_chunk<E>(in, m, seal, out, shape);
       std::memcpy(escapes + n_esc, esc, k);
       n_esc += k;
     } else {
@@ -524,21 +524,21 @@ std::uint64_t encode_coded_chunk(const std::uint8_t* in, std::uint64_t m, const 
       std::uint32_t lanes_out = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(code, _mm256_setzero_si256())));
       if (lanes_out != 0) {
         if (static_cast<std::int64_t>(n_esc + static_cast<unsigned>(_mm_popcnt_u32(lanes_out))) > budget)
-          return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+          return codec_detail::write_stored_chunk<E>(in, m, seal, out, shape);
         _mm256_store_si256(reinterpret_cast<__m256i*>(e8), e);
         for (; lanes_out != 0; lanes_out &= lanes_out - 1) escapes[n_esc++] = e8[format::lowest_bit(lanes_out)];
       }
     }
     ++b;
   }
-  return codec_detail::seal_coded_chunk<E>(shape, t, n_esc, checksum, out);
+  return codec_detail::seal_coded_chunk<E>(shape, t, n_esc, seal, out);
 }
 
 // The whole chunk encoder of a 3-bit policy: the statistic, the table, the body.
 template <class E, class Policy>
-std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal, std::uint8_t* out,
                            const codec_detail::body_shape& shape) {
-  return encode_coded_chunk<E>(in, m, avx2::choose_table<E>(policy, in, m, shape), checksum, out, shape);
+  return encode_coded_chunk<E>(in, m, avx2::choose_table<E>(policy, in, m, shape), seal, out, shape);
 }
 
 }  // namespace zipccl::host::detail::avx2

@@ -1220,7 +1220,7 @@ struct reference_steps {
 // Encodes one chunk whose plan has zero symbols (codec_detail::encode_rans_chunk's bytes), full
 // groups by Kernel (encode_zeros_kernel here, avx512::rans_simd's on AVX-512).
 template <class E, class Kernel>
-std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal, std::uint8_t* out,
                                  const codec_detail::body_shape& shape, const codec_detail::rans_plan& plan,
                                  const read_ahead& ahead) {
   using L = format::chunk_layout<E>;
@@ -1245,7 +1245,7 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
       std::uint64_t t = top, r = at;
       if (!codec_detail::encode_rans_group_zeros<E>(plan, ref.divisors(plan), in + first * L::elem_size, lanes, x, &t, words, bytes, &r,
                                                     out))
-        return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+        return codec_detail::write_stored_chunk<E>(in, m, seal, out, shape);
       top = t;
       at = r;
       kernel.load(x);
@@ -1258,7 +1258,7 @@ std::uint64_t encode_zeros_chunk(const std::uint8_t* in, std::uint64_t m, bool c
     at = r;
   }
   kernel.store(x);
-  return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+  return codec_detail::seal_rans_chunk<E>(plan, x, top, seal, out, shape);
 }
 
 // The end of a run of kernel turns that starts at group g (a kernel turn) of a body of shape
@@ -1353,17 +1353,17 @@ status decode_zeros_body(const std::uint8_t* chunk, std::uint64_t m, const forma
 // bodies with zero symbols, by ZerosKernel (encode_kernel and encode_zeros_kernel here,
 // avx512::rans_simd's on AVX-512).
 template <class E, class Kernel, class ZerosKernel>
-std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal, std::uint8_t* out,
                                 const codec_detail::body_shape& shape, const read_ahead& ahead) {
   using L = format::chunk_layout<E>;
   using RL = rans::layout<E>;
   constexpr unsigned W = rans::split<E>::word_bytes;  // (no words section for bf16, fp16)
   codec_detail::rans_plan plan;
   if (!plan_chunk<E>(in, m, shape, &plan, Kernel::count, Kernel::zeros))
-    return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+    return codec_detail::write_stored_chunk<E>(in, m, seal, out, shape);
   const read_ahead next = ahead_of(shape, ahead);
   // a body with zero symbols (rans::zeros_pay)
-  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, checksum, out, shape, plan, next);
+  if (plan.zero.on) return encode_zeros_chunk<E, ZerosKernel>(in, m, seal, out, shape, plan, next);
   const std::uint64_t b = shape.elems, base = shape.base, nsym = plan.nsym;
   const encode_table et(plan);
   // (Kernel::run picks the kernel for the chunk's plan and runs the loop with it; the kernel by
@@ -1389,7 +1389,7 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
         std::uint64_t t = top;  // (top itself never has its address taken: it stays in a register)
         if (!codec_detail::encode_rans_group<E>(plan, ref.divisors(plan), in + first * L::elem_size, lanes, x, &t,
                                                 words + at * W, bytes + at, out))
-          return codec_detail::write_stored_chunk<E>(in, m, checksum, out, shape);
+          return codec_detail::write_stored_chunk<E>(in, m, seal, out, shape);
         top = t;
         kernel.load(x);
         continue;
@@ -1400,14 +1400,14 @@ std::uint64_t encode_chunk_with(const std::uint8_t* in, std::uint64_t m, bool ch
       top = t;
     }
     kernel.store(x);
-    return codec_detail::seal_rans_chunk<E>(plan, x, top, checksum, out, shape);
+    return codec_detail::seal_rans_chunk<E>(plan, x, top, seal, out, shape);
   });
 }
 
 template <class E>
-std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal, std::uint8_t* out,
                                 const codec_detail::body_shape& shape, const read_ahead& ahead = {}) {
-  return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape, ahead);
+  return encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, seal, out, shape, ahead);
 }
 
 // Who decodes group g of a dense rANS body of m elements with `left` stream words still unread:

@@ -352,12 +352,12 @@ codebook::table choose_table(const Policy& policy, const std::uint8_t* in, std::
 }
 
 template <class E, class Policy>
-std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, bool checksum,
+std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal,
                            std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   constexpr unsigned P = L::planes;
   const std::int64_t budget = L::escape_budget(m);
-  if (budget < 0) return codec_detail::write_stored_chunk<E>(in, m, checksum, out);
+  if (budget < 0) return codec_detail::write_stored_chunk<E>(in, m, seal, out);
   const codebook::table t = choose_table<E>(policy, in, m);
   alignas(64) std::uint8_t lut[256];
   codebook::make_code_lut(t, lut);
@@ -380,7 +380,7 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
     const std::uint64_t esc = ~(mask[0] | mask[1] | mask[2]) & live;
     if (esc) {
       const std::uint64_t k = static_cast<std::uint64_t>(_mm_popcnt_u64(esc));
-      if (static_cast<std::int64_t>(n_esc + k) > budget) return codec_detail::write_stored_chunk<E>(in, m, checksum, out);
+      if (static_cast<std::int64_t>(n_esc + k) > budget) return codec_detail::write_stored_chunk<E>(in, m, seal, out);
       _mm512_mask_storeu_epi8(escapes + n_esc, tail_mask(k), _mm512_maskz_compress_epi8(esc, s.exp));
       n_esc += k;
     }
@@ -391,23 +391,23 @@ std::uint64_t encode_chunk(const Policy& policy, const std::uint8_t* in, std::ui
         format::store_le<std::uint32_t>(gp + 4 * (P + k), static_cast<std::uint32_t>(mask[k] >> 32));
     s.store_rest(words + L::word_bytes * i, bytes + i, lanes);
   }
-  return codec_detail::seal_coded_chunk<E>(m, t, n_esc, checksum, out);
+  return codec_detail::seal_coded_chunk<E>(m, t, n_esc, seal, out);
 }
 
 template <class E>
-status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, bool checksum,
+status decode_chunk(const std::uint8_t* chunk, std::uint64_t span, std::uint64_t m, format::chunk_seal seal,
                     std::uint8_t* out) {
   using L = format::chunk_layout<E>;
   constexpr unsigned P = L::planes;
   format::chunk_header h;
-  const status st = codec_detail::check_chunk<E>(chunk, span, m, checksum, &h);
+  const status st = codec_detail::check_chunk<E>(chunk, span, m, seal, &h);
   if (st != status::success) return st;
   if (h.mode == format::chunk_mode::stored) {
     std::memcpy(out, chunk + format::chunk_header_bytes, m * L::elem_size);
     return status::success;
   }
   // zero masks and rANS are decoded by the reference path (host/detail/chunk_dispatch.hpp)
-  if (h.mode != format::chunk_mode::coded) return codec_detail::decode_chunk<E>(chunk, span, m, checksum, out);
+  if (h.mode != format::chunk_mode::coded) return codec_detail::decode_chunk<E>(chunk, span, m, seal, out);
   alignas(64) std::uint8_t tab[64] = {};
   for (unsigned k = 0; k < format::table_size; ++k) tab[1 + k] = h.table[k];
   const __m512i table = _mm512_load_si512(tab);

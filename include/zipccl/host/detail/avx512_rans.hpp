@@ -1050,9 +1050,9 @@ struct decode_zeros_kernel : decode_kernel<E> {
 };
 
 template <class E>
-std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, bool checksum, std::uint8_t* out,
+std::uint64_t encode_rans_chunk(const std::uint8_t* in, std::uint64_t m, format::chunk_seal seal, std::uint8_t* out,
                                 const codec_detail::body_shape& shape, const read_ahead& ahead = {}) {
-  return avx2::rans_simd::encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, checksum, out, shape,
+  return avx2::rans_simd::encode_chunk_with<E, encode_kernel<E>, encode_zeros_kernel<E>>(in, m, seal, out, shape,
                                                                                         ahead);
 }
 
