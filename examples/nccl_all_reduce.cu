@@ -28,7 +28,7 @@
 #include <mpi.h>
 #endif
 
-#include <zipccl/collective/detail/arith.hpp>
+#include <zipccl/convert.hpp>
 #include <zipccl/cuda/collective.cuh>
 #include <zipccl/transport/nccl.hpp>
 
@@ -68,7 +68,7 @@ std::vector<std::uint16_t> gradients(std::uint64_t n, int rank) {
   std::mt19937_64 rng(7 + static_cast<std::uint64_t>(rank));
   std::normal_distribution<float> g(0.0f, 1e-3f);
   std::vector<std::uint16_t> v(n);
-  for (auto& x : v) x = zipccl::collective::detail::narrow<zipccl::bf16>(g(rng));
+  for (auto& x : v) x = zipccl::to_bits<zipccl::bf16>(g(rng));
   return v;
 }
 
@@ -183,11 +183,11 @@ int main(int argc, char** argv) {
                 zipccl::to_string(b[i].status[0]), zipccl::to_string(b[i].status[1]), same ? "yes" : "NO");
     bad += !same || b[i].status[0] != zipccl::status::success || b[i].status[1] != zipccl::status::success;
   }
-  const auto g = zipccl::cuda::collective_detail::geometry<C, zipccl::cuda::default_tuning>((count + ranks - 1) / ranks, opt);
+  const std::uint64_t wire = zipccl::cuda::wire_bytes<C>((count + ranks - 1) / ranks, opt);
   std::printf("per ring step: %llu bytes plain, %llu on the fixed-size wire (%.3fx)\n",
               static_cast<unsigned long long>((count + ranks - 1) / ranks * 2),
-              static_cast<unsigned long long>(g.total_bytes()),
-              static_cast<double>((count + ranks - 1) / ranks * 2) / static_cast<double>(g.total_bytes() ? g.total_bytes() : 1));
+              static_cast<unsigned long long>(wire),
+              static_cast<double>((count + ranks - 1) / ranks * 2) / static_cast<double>(wire ? wire : 1));
   for (int i = 0; i < local; ++i) {
     if (b[i].graph) cudaGraphExecDestroy(b[i].graph);
     cudaFree(b[i].grad);

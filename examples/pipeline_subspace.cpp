@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include <zipccl/collective/detail/arith.hpp>
+#include <zipccl/convert.hpp>
 #include <zipccl/subspace/anchor.hpp>
 #include <zipccl/subspace/projector.hpp>
 #include <zipccl/subspace/rvq.hpp>
@@ -117,14 +117,14 @@ std::vector<std::int32_t> unique_ids(std::vector<std::int32_t> t) {
 template <class T>
 status send_bf16(T& t, int peer, const mat& m) {
   std::vector<std::uint16_t> b(m.v.size());
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = zipccl::collective::detail::narrow<zipccl::bf16>(m.v[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = zipccl::to_bits<zipccl::bf16>(m.v[i]);
   return t.send(peer, b.data(), b.size() * 2);
 }
 template <class T>
 status recv_bf16(T& t, int peer, mat* m) {
   std::vector<std::uint16_t> b(m->v.size());
   const status s = t.recv(peer, b.data(), b.size() * 2);
-  for (std::size_t i = 0; i < b.size(); ++i) m->v[i] = zipccl::collective::detail::widen<zipccl::bf16>(b[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) m->v[i] = zipccl::to_float<zipccl::bf16>(b[i]);
   return s;
 }
 

@@ -14,6 +14,7 @@
 #include "collective.hpp"
 #include "communicator.hpp"
 #include "config.hpp"
+#include "convert.hpp"
 #include "element.hpp"
 #include "error.hpp"
 #include "format/stream.hpp"

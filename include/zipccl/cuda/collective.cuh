@@ -410,6 +410,13 @@ a2a_layout make_a2a_layout(const std::uint64_t* sendcounts, const std::uint64_t*
 
 // ---- workspace sizes ------------------------------------------------------------------------
 
+// The bytes one block of `count` elements takes on the fixed-size wire (every segment's preamble,
+// fixed part and spill room): what a compressed ring step sends, against count * element_size plain.
+template <class Codec, class Tuning = default_tuning>
+std::uint64_t wire_bytes(std::uint64_t count, const collective_options& opt = {}) {
+  return collective_detail::geometry<Codec, Tuning>(count, opt).total_bytes();
+}
+
 // The in wires of a compressed all_gather: every hop's on pipelined lanes, two on one stream.
 inline std::uint64_t gather_wires(int ranks, bool pipelined) {
   const std::uint64_t hops = ranks > 1 ? static_cast<std::uint64_t>(ranks - 1) : 0;
