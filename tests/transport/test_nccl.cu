@@ -1,6 +1,7 @@
-// transport::nccl (gpu): a one-rank communicator sends to itself inside a group; where the
-// machine has several GPUs, one rank per GPU runs ring steps (ncclCommInitAll, one process).
-// Bad arguments and an aborted communicator are errors, not crashes.
+// transport::nccl (gpu): a one-rank communicator sends to itself inside a group and carries every
+// device collective, eagerly, in checked mode and captured in a graph; every local error leaves
+// the communicator usable for the next call; copies share one abort; where the machine has several
+// GPUs, one rank per GPU runs ring steps (ncclCommInitAll, one process).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -10,9 +11,11 @@
 #include <cstdint>
 #include <vector>
 
+#include <zipccl/cuda/collective.cuh>
 #include <zipccl/transport/nccl.hpp>
 
 #include "../support/cuda_test.cuh"
+#include "../support/test_data.hpp"
 
 using namespace zipccl;
 
@@ -37,12 +40,120 @@ TEST_CASE("transport::nccl: a one-rank communicator sends to itself", "[gpu][ncc
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   CHECK(b.get(v.size()) == v);
   CHECK(t.async_error() == status::success);
+  // every local error, then a call that works on the same communicator
   CHECK(t.send(1, a.p, 16, s) == status::invalid_argument);
   CHECK(t.send(0, nullptr, 16, s) == status::invalid_argument);
-  t.abort(status::peer_failed);  // ends (and frees) the communicator
+  CHECK(t.send(0, a.p, 16, s) == status::invalid_argument);  // to itself, outside a group
+  CHECK(t.group_end() == status::invalid_argument);          // no group open
+  REQUIRE(t.group_start() == status::success);
+  CHECK(t.group_start() == status::invalid_argument);  // no nesting
+  REQUIRE(t.send(0, a.p, 16, s) == status::success);
+  REQUIRE(t.recv(0, b.p, 16, s) == status::success);
+  REQUIRE(t.group_end() == status::success);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(t.async_error() == status::success);
+  CHECK(t.device() == dev);
+  // copies share one state: an abort through one is seen by the other, and happens once
+  transport::nccl copy = t;
+  copy.abort(status::peer_failed);  // ends (and frees) the communicator
+  t.abort(status::peer_failed);     // (a second abort does nothing)
+  CHECK(t.aborted());
   CHECK(t.async_error() == status::peer_failed);
   CHECK(t.send(0, a.p, 16, s) == status::peer_failed);
+  CHECK(t.group_start() == status::peer_failed);
+  CHECK(t.group_end() == status::peer_failed);
   cudaStreamDestroy(s);
+}
+
+TEST_CASE("transport::nccl: a null communicator is refused, not a crash", "[gpu][nccl]") {
+  transport::nccl t(nullptr);
+  CHECK(t.size() == 0);
+  CHECK(t.init_status() == status::invalid_argument);
+  CHECK(t.send(0, nullptr, 0, nullptr) == status::invalid_argument);
+  CHECK(t.group_start() == status::invalid_argument);
+  CHECK(t.async_error() == status::invalid_argument);
+  t.abort(status::peer_failed);  // nothing to end
+}
+
+TEST_CASE("transport::nccl: every device collective on one rank, eager, checked and captured; local errors leave "
+          "the communicator usable",
+          "[gpu][nccl][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  ncclComm_t comm;
+  int dev = 0;
+  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
+  REQUIRE(ncclCommInitAll(&comm, 1, &dev) == ncclSuccess);
+  transport::nccl::options topt;
+  topt.checked = GENERATE(false, true);
+  INFO((topt.checked ? "checked" : "unchecked"));
+  transport::nccl t(comm, topt);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  const std::uint64_t count = 40000;
+  collective_options opt;
+  const auto v = testing::make_tensor<bf16>(count, 0.01, testing::distribution::gaussian, 5);
+  testing::device_buffer<std::uint16_t> in(count), out(count);
+  in.put(v.data(), count);
+  const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, 1, opt) +
+                                 zipccl::cuda::all_gather_workspace<C>(count, 1, opt);
+  testing::device_buffer<std::uint8_t> ws(ws_bytes);
+  status* st = nullptr;
+  REQUIRE(cudaMallocManaged(&st, sizeof(status)) == cudaSuccess);
+  const auto all = [&](cudaStream_t on) {
+    status e = zipccl::cuda::all_gather<C>(in.p, out.p, count, t, ws.p, ws_bytes, st, on, opt);
+    if (e == status::success)
+      e = zipccl::cuda::reduce_scatter<C>(in.p, out.p, count, op::sum, t, ws.p, ws_bytes, st, on, opt);
+    if (e == status::success) e = zipccl::cuda::all_reduce<C>(in.p, out.p, count, op::sum, t, ws.p, ws_bytes, st, on, opt);
+    const std::uint64_t counts[] = {count}, displs[] = {0};
+    if (e == status::success)
+      e = zipccl::cuda::all_to_all<C>(in.p, counts, displs, out.p, counts, displs, t, ws.p, ws_bytes, st, on, opt);
+    return e;
+  };
+  REQUIRE(all(s) == status::success);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(*st == status::success);
+  CHECK(out.get(count) == v);
+  // local errors: nothing enqueued, the communicator as it was
+  CHECK(zipccl::cuda::all_gather<C>(nullptr, out.p, count, t, ws.p, ws_bytes, st, s, opt) == status::invalid_argument);
+  CHECK(zipccl::cuda::all_gather<C>(in.p, out.p, count, t, ws.p, 16, st, s, opt) == status::invalid_argument);
+  CHECK(zipccl::cuda::all_reduce<C>(in.p, out.p, count, op::sum, t, ws.p, ws_bytes, nullptr, s, opt) ==
+        status::invalid_argument);
+  zipccl::cuda::lanes broken(s, s, nullptr, 0);
+  broken.transfer = reinterpret_cast<cudaStream_t>(1);  // pipelined lanes without events
+  CHECK(zipccl::cuda::all_gather<C>(in.p, out.p, count, t, ws.p, ws_bytes, st, broken, opt) == status::invalid_argument);
+  CHECK(t.async_error() == status::success);
+  CHECK_FALSE(t.aborted());
+  // and the next calls work: eagerly, and captured in a graph (checked mode: signatures seen above)
+  REQUIRE(cudaMemsetAsync(out.p, 0, count * 2, s) == cudaSuccess);
+  REQUIRE(all(s) == status::success);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(out.get(count) == v);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const status captured = all(s);
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  REQUIRE(captured == status::success);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  for (int rep = 0; rep < 10; ++rep) REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(*st == status::success);
+  CHECK(out.get(count) == v);
+  if (topt.checked) {
+    // a signature not seen before cannot be checked inside a capture: refused, nothing enqueued
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+    const status fresh = zipccl::cuda::all_gather<C>(in.p, out.p, count - 1, t, ws.p, ws_bytes, st, s, opt);
+    cudaGraph_t g2 = nullptr;
+    (void)cudaStreamEndCapture(s, &g2);
+    if (g2) cudaGraphDestroy(g2);
+    CHECK(fresh == status::invalid_argument);
+    CHECK(t.async_error() == status::success);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(st);
+  cudaStreamDestroy(s);
+  ncclCommDestroy(comm);
 }
 
 TEST_CASE("transport::nccl: one rank per GPU, ring steps", "[gpu][nccl]") {

@@ -5,29 +5,65 @@
 //   zipccl::cuda::all_reduce<codec, strategy::always>(grad, grad, n, op::sum, t, stream, ...);
 //
 // Not part of the umbrella header: only code that includes this header needs NCCL's headers and
-// links libnccl. The wrapper owns nothing: the communicator stays the user's, except that abort()
-// calls ncclCommAbort, which ends (and frees) it on this rank, as NCCL's own error handling does;
-// the user then must not destroy it again, and later calls on the wrapper return peer_failed.
+// links libnccl. The wrapper owns nothing: the communicator stays the user's. Copies of a wrapper
+// share one state (rank, size, device, whether it was aborted, the checked mode's cache), so an
+// abort through one copy is seen by all.
+//
+// Errors, as NCCL's model has them and zipccl applies it:
+//   - A local error (bad arguments, a send to oneself outside a group, a call after abort(), NCCL
+//     refusing the call with ncclInvalidArgument / ncclInvalidUsage before it enqueued anything)
+//     returns its status and leaves the communicator as it was. Neither this wrapper nor the
+//     device collectives ever abort it: only the caller does.
+//   - A failure after a call enqueued transfers (a device collective that returns an error part
+//     way, an asynchronous error): the peers may wait for this rank. The caller must then do what
+//     NCCL asks: poll async_error(), and end the communicator with abort() (ncclCommAbort, this
+//     rank; the other ranks' watchdogs end theirs), then make a new one.
+//   - A failure of an NCCL call is status::cuda_error with the ncclResult_t in
+//     cuda::last_error().library (invalid_argument for NCCL's argument errors, peer_failed for
+//     ncclRemoteError).
+//
+// abort() may come from another thread (a watchdog): it is atomic, happens once for all copies,
+// and waits for a call in progress on the wrapper to return first. For a watchdog that must end
+// a call stuck in NCCL, use a non-blocking communicator (ncclConfig_t::blocking = 0): the
+// wrapper polls its calls (settle) in short steps and gives up as soon as abort() is called or
+// options::settle_seconds pass (timed_out). An abort() while this thread holds a group open is
+// carried out at group_end(), after ncclGroupEnd() has closed the thread's NCCL group (every
+// ncclGroupStart is closed).
+//
+// A non-blocking communicator still initialising is awaited in the constructor, at most
+// options::init_seconds; init_status() says how that went (size() is 0 and every call
+// invalid_argument unless it is success).
+//
+// Checked mode (options::checked): NCCL needs the same count on both ends of a transfer, and a
+// count that differs between ranks is its undefined case (in practice a hang). The device
+// collectives call agree() first, which in checked mode runs one 16-byte ncclAllReduce of the
+// call's signature (collective, count, element type, codec, options) on a stream of its own and
+// waits for it, so a call that differs returns size_mismatch on every rank before any transfer
+// is enqueued (send / recv: a 16-byte exchange with the peer). A signature that passed is cached
+// per communicator (and peer) and not checked again, so the check costs one small all-reduce per
+// kind of call, and calls of a cached signature may be captured in a graph (an uncached one is
+// refused in a capture: invalid_argument). The cache is the same on every rank as long as their
+// calls agree; a rank whose call differs from a signature that the others have cached is not
+// caught (they skip the check): checked mode finds the first-day mistakes, not every later one.
 //
 // Use one thread per communicator (or one process per GPU), and never call a zipccl collective
 // inside your own ncclGroupStart / ncclGroupEnd: a collective enqueues its kernels between its
 // transfers, and an enclosing group would hold the transfers back until the group ends, after
 // the kernels that need their data (examples/nccl_all_reduce.cu).
-//
-// Byte ranges travel as ncclUint8. NCCL needs the same count on both ends of a transfer: every
-// message size of the device collectives follows from the counts, and the ranks check their calls
-// first, but NCCL offers no way for a kernel to end the communicator, so calls whose counts differ
-// are reported (size_mismatch in the status word) only after transfers that may never complete:
-// as with NCCL itself, an application that cannot rule this out runs a watchdog on every rank
-// (async_error(), a timeout, then abort()). abort() ends this rank's communicator only; NCCL
-// reaches no peer. Non-blocking communicators are polled until each enqueue is done. A failure of an NCCL call is status::cuda_error with the
-// ncclResult_t in cuda::last_error().library (invalid_argument for NCCL's argument errors,
-// peer_failed for ncclRemoteError).
 #pragma once
 
+#include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "../cuda/runtime.cuh"
 #include "../error.hpp"
@@ -37,65 +73,220 @@ namespace zipccl::transport {
 
 class nccl {
  public:
-  // Reads the communicator's rank and size; a null or failing communicator leaves size() == 0
-  // and every call returns invalid_argument.
-  explicit nccl(ncclComm_t comm) : comm_(comm) {
-    int r = 0, n = 0;
-    if (comm != nullptr && ncclCommUserRank(comm, &r) == ncclSuccess && ncclCommCount(comm, &n) == ncclSuccess) {
-      rank_ = r;
-      size_ = n;
+  struct options {
+    double init_seconds = 60;  // how long the constructor awaits a non-blocking communicator's init
+    double settle_seconds = std::numeric_limits<double>::infinity();  // a non-blocking call's enqueue
+    bool checked = false;      // agree() checks each new call signature with an all-reduce
+  };
+
+  // Reads the communicator's rank, size and device; a null or failing communicator leaves
+  // size() == 0 and every call returns invalid_argument (init_status() says why).
+  explicit nccl(ncclComm_t comm) : nccl(comm, options{}) {}
+  nccl(ncclComm_t comm, const options& opt) : s_(std::make_shared<state>()) {
+    state& s = *s_;
+    s.comm = comm;
+    s.opt = opt;
+    if (comm == nullptr || !(opt.init_seconds >= 0) || !(opt.settle_seconds > 0)) {
+      s.init = status::invalid_argument;
+      return;
     }
+    // a non-blocking communicator may still be initialising: await it, with a deadline
+    const auto until = deadline(opt.init_seconds);
+    ncclResult_t async = ncclSuccess;
+    while (true) {
+      if (ncclCommGetAsyncError(comm, &async) != ncclSuccess) async = ncclInternalError;
+      if (async != ncclInProgress) break;
+      if (std::chrono::steady_clock::now() > until) {
+        s.init = status::timed_out;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    int r = 0, n = 0, d = -1;
+    if (async != ncclSuccess || ncclCommUserRank(comm, &r) != ncclSuccess || ncclCommCount(comm, &n) != ncclSuccess ||
+        ncclCommCuDevice(comm, &d) != ncclSuccess) {
+      s.init = result(async != ncclSuccess ? async : ncclInternalError, "transport::nccl: the communicator");
+      return;
+    }
+    s.rank = r;
+    s.size = n;
+    s.device = d;
+    s.init = status::success;
   }
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  ncclComm_t comm() const { return comm_; }
+  int rank() const { return s_->rank; }
+  int size() const { return s_->size; }
+  // The communicator's GPU (ncclCommCuDevice): cuda::make_pipeline makes its stream and events there.
+  int device() const { return s_->device; }
+  ncclComm_t comm() const { return s_->comm; }
+  status init_status() const { return s_->init; }
 
   status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) {
+    std::unique_lock<std::mutex> lock(s_->mutex);
     if (const status s = usable(peer, buf, bytes); s != status::success) return s;
-    return result(settle(ncclSend(buf, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream)),
+    return settle(lock, ncclSend(buf, static_cast<size_t>(bytes), ncclUint8, peer, s_->comm, stream),
                   "transport::nccl: ncclSend");
   }
   status recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
+    std::unique_lock<std::mutex> lock(s_->mutex);
     if (const status s = usable(peer, buf, bytes); s != status::success) return s;
-    return result(settle(ncclRecv(buf, static_cast<size_t>(bytes), ncclUint8, peer, comm_, stream)),
+    return settle(lock, ncclRecv(buf, static_cast<size_t>(bytes), ncclUint8, peer, s_->comm, stream),
                   "transport::nccl: ncclRecv");
   }
   status group_start() {
-    if (aborted_ || size_ == 0) return aborted_ ? status::peer_failed : status::invalid_argument;
-    return result(ncclGroupStart(), "transport::nccl: ncclGroupStart");
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    if (s_->aborted.load()) return status::peer_failed;
+    if (s_->size == 0 || s_->in_group) return status::invalid_argument;
+    const ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return result(r, "transport::nccl: ncclGroupStart");
+    s_->in_group = true;
+    return status::success;
   }
+  // Closes the group (ncclGroupEnd) whatever happened since group_start; an abort() that came
+  // meanwhile is carried out after it, and the group's outcome is then peer_failed.
   status group_end() {
-    if (aborted_ || size_ == 0) return aborted_ ? status::peer_failed : status::invalid_argument;
-    return result(settle(ncclGroupEnd()), "transport::nccl: ncclGroupEnd");
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    if (!s_->in_group) return s_->aborted.load() ? status::peer_failed : status::invalid_argument;
+    s_->in_group = false;
+    const status s = settle(lock, ncclGroupEnd(), "transport::nccl: ncclGroupEnd");
+    if (s_->abort_pending) {
+      s_->abort_pending = false;
+      (void)ncclCommAbort(s_->comm);
+      return status::peer_failed;
+    }
+    return s;
   }
+  // (Waits only for an abort() in progress on another thread: the communicator may be going.)
   status async_error() {
-    if (aborted_) return status::peer_failed;
-    if (size_ == 0) return status::invalid_argument;
+    const std::lock_guard<std::mutex> lock(s_->mutex);
+    if (s_->aborted.load()) return status::peer_failed;
+    if (s_->size == 0) return status::invalid_argument;
     ncclResult_t async = ncclSuccess;
-    if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess) return status::peer_failed;
+    if (ncclCommGetAsyncError(s_->comm, &async) != ncclSuccess) return status::peer_failed;
     // ncclInProgress: a non-blocking communicator still working, not an error
     return async == ncclSuccess || async == ncclInProgress ? status::success
                                                            : result(async, "transport::nccl: asynchronous error");
   }
+  // Ends the communicator (ncclCommAbort, which also frees it: do not destroy it again). Once,
+  // for every copy; from any thread.
   void abort(status) {
-    if (aborted_ || comm_ == nullptr) return;
-    aborted_ = true;
-    (void)ncclCommAbort(comm_);
+    bool expected = false;
+    if (s_->size == 0 || !s_->aborted.compare_exchange_strong(expected, true)) return;
+    std::unique_lock<std::mutex> lock(s_->mutex);  // (a non-blocking call in settle sees the flag and returns)
+    if (s_->in_group) {
+      s_->abort_pending = true;  // group_end closes the thread's group first
+      return;
+    }
+    (void)ncclCommAbort(s_->comm);
+  }
+  bool aborted() const { return s_->aborted.load(); }
+
+  // The checked mode's agreement (see above): success where the mode is off, the signature is
+  // cached, or every rank (peer >= 0: the peer, whose signature must be ~signature) passed the
+  // same one; size_mismatch where they differ; invalid_argument for an uncached signature while
+  // `stream` is being captured; an NCCL or CUDA error as the other calls. Waits on the host for
+  // the small all-reduce (only on a signature's first call).
+  status agree(std::uint64_t signature, int peer, cudaStream_t stream) {
+    state& s = *s_;
+    std::unique_lock<std::mutex> lock(s.mutex);
+    if (!s.opt.checked) return status::success;
+    if (s.aborted.load()) return status::peer_failed;
+    if (s.size == 0 || peer >= s.size || s.in_group) return status::invalid_argument;
+    const std::uint64_t key = signature ^ (peer < 0 ? 0 : (static_cast<std::uint64_t>(peer) + 1) * 0x9E3779B97F4A7C15ull);
+    if (std::find(s.agreed.begin(), s.agreed.end(), key) != s.agreed.end()) return status::success;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone)
+      return status::invalid_argument;
+    if (const status m = check_buffers(); m != status::success) return m;
+    const std::uint64_t mine[2] = {signature, ~signature};
+    std::uint64_t got[2] = {0, 0};
+    if (cudaMemcpyAsync(s.words, mine, sizeof mine, cudaMemcpyHostToDevice, s.stream) != cudaSuccess)
+      return cuda::detail::fail(cudaGetLastError(), "transport::nccl: agree");
+    status e = status::success;
+    if (peer < 0) {
+      // max of the signature and of its complement: every rank sees {max, ~min}
+      e = settle(lock, ncclAllReduce(s.words, s.words + 2, 2, ncclUint64, ncclMax, s.comm, s.stream),
+                 "transport::nccl: agree (ncclAllReduce)");
+    } else {
+      if (ncclGroupStart() != ncclSuccess) return status::cuda_error;
+      const ncclResult_t a = ncclSend(s.words, 1, ncclUint64, peer, s.comm, s.stream);
+      const ncclResult_t b = ncclRecv(s.words + 2, 1, ncclUint64, peer, s.comm, s.stream);
+      e = settle(lock, ncclGroupEnd(), "transport::nccl: agree (ncclGroupEnd)");
+      if (e == status::success && (a != ncclSuccess || b != ncclSuccess)) e = status::cuda_error;
+    }
+    if (e != status::success) return e;
+    if (cudaMemcpyAsync(got, s.words + 2, sizeof got, cudaMemcpyDeviceToHost, s.stream) != cudaSuccess ||
+        cudaStreamSynchronize(s.stream) != cudaSuccess)
+      return cuda::detail::fail(cudaGetLastError(), "transport::nccl: agree");
+    const bool same = peer < 0 ? got[0] == signature && ~got[1] == signature : got[0] == ~signature;
+    if (!same) return status::size_mismatch;
+    s.agreed.push_back(key);
+    return status::success;
   }
 
  private:
+  struct state {
+    ncclComm_t comm = nullptr;
+    options opt{};
+    int rank = 0, size = 0, device = -1;
+    status init = status::invalid_argument;
+    std::mutex mutex;  // one call at a time on the communicator, abort() included
+    std::atomic<bool> aborted{false};
+    bool in_group = false, abort_pending = false;
+    std::vector<std::uint64_t> agreed;  // the checked mode's signatures (with their peer)
+    std::uint64_t* words = nullptr;     // 4 words of device memory on the communicator's GPU
+    cudaStream_t stream = nullptr;      // the checked mode's own
+    ~state() {
+      if (words) (void)cudaFree(words);
+      if (stream) (void)cudaStreamDestroy(stream);
+    }
+  };
+
+  static std::chrono::steady_clock::time_point deadline(double seconds) {
+    if (!(seconds < 1e9)) return std::chrono::steady_clock::time_point::max();
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  }
+  // The checked mode's words and stream, made on the communicator's GPU at its first use.
+  status check_buffers() {
+    state& s = *s_;
+    if (s.words != nullptr) return status::success;
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) return cuda::detail::fail(cudaGetLastError(), "transport::nccl: agree");
+    status e = status::success;
+    if (prev != s.device && cudaSetDevice(s.device) != cudaSuccess) e = status::cuda_error;
+    if (e == status::success && cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess) {
+      s.stream = nullptr;
+      e = status::cuda_error;
+    }
+    void* p = nullptr;
+    if (e == status::success && cudaMalloc(&p, 4 * sizeof(std::uint64_t)) != cudaSuccess) e = status::cuda_error;
+    s.words = static_cast<std::uint64_t*>(p);
+    if (prev != s.device) (void)cudaSetDevice(prev);
+    return e == status::success ? e : cuda::detail::fail(cudaGetLastError(), "transport::nccl: agree");
+  }
   status usable(int peer, const void* buf, std::uint64_t bytes) const {
-    if (aborted_) return status::peer_failed;
-    if (size_ == 0 || peer < 0 || peer >= size_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+    if (s_->aborted.load()) return status::peer_failed;
+    if (s_->size == 0 || peer < 0 || peer >= s_->size || (buf == nullptr && bytes != 0)) return status::invalid_argument;
+    if (peer == s_->rank && !s_->in_group) return status::invalid_argument;  // would wait for its own receive
     return status::success;
   }
   // A non-blocking communicator answers ncclInProgress while it enqueues; NCCL wants it polled
   // until the enqueue is done before the next call (this waits for the enqueue, not the GPU).
-  ncclResult_t settle(ncclResult_t r) const {
-    while (r == ncclInProgress)
-      if (ncclCommGetAsyncError(comm_, &r) != ncclSuccess) return ncclInternalError;
-    return r;
+  // Gives up at the settle deadline (timed_out) or once abort() is called (peer_failed); the lock
+  // is let go between polls so that an abort from another thread gets in.
+  status settle(std::unique_lock<std::mutex>& lock, ncclResult_t r, const char* step) {
+    const auto until = deadline(s_->opt.settle_seconds);
+    while (r == ncclInProgress) {
+      if (std::chrono::steady_clock::now() > until) return status::timed_out;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+      // (abort() sets the flag before it takes the lock: seen here, the communicator may be gone)
+      if (s_->aborted.load()) return status::peer_failed;
+      if (ncclCommGetAsyncError(s_->comm, &r) != ncclSuccess) r = ncclInternalError;
+    }
+    return result(r, step);
   }
   static status result(ncclResult_t r, const char* step) {
     if (r == ncclSuccess || r == ncclInProgress) return status::success;
@@ -105,9 +296,7 @@ class nccl {
     return status::cuda_error;
   }
 
-  ncclComm_t comm_ = nullptr;
-  int rank_ = 0, size_ = 0;
-  bool aborted_ = false;
+  std::shared_ptr<state> s_;
 };
 
 static_assert(is_device_transport_v<nccl>, "transport::nccl must model the device transport");
