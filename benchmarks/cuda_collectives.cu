@@ -1,4 +1,4 @@
-// The device collectives on transport::cuda_local: 8 ranks as 8 streams of one GPU, links modelled
+// The device collectives on transport::cuda_local: 8 ranks on one GPU, links modelled
 // at 25, 50, 100 and 400 GB/s (5 us latency), 64 MiB of bf16 per rank, compressed beside plain in
 // the same run. Needs a GPU.
 //
@@ -13,10 +13,11 @@
 // the device codec speeds this binary measures first, per rank: the GPU's speed / 8); for
 // all_reduce also `compressed_entropy` and `pipelined_entropy`, codebook::entropy at the spill
 // budget spill_permille_for measures on the data (counter `spill_permille`).
-// Each iteration enqueues the call on every rank from one host thread and waits for all streams
-// (manual time: wall clock). Counters: `wire_ratio` = plain bytes per ring step / bytes on the
-// fixed-size wire; `speedup` = the plain row's time / this row's (from the plain row with the
-// same op, data and link, run just before); `enqueue_us` = host time to enqueue one rank's call.
+// Each iteration enqueues the call on every rank, a host thread each (world.run), and waits for all
+// streams (manual time: wall clock). Counters: `wire_ratio` = plain bytes per ring step / bytes on
+// the fixed-size wire; `speedup` = the plain row's time / this row's (from the plain row with the
+// same op, data and link, run just before); `enqueue_us` = the longest host time of one rank's
+// call (its rendezvous with its peers included: cuda_local matches messages on the host).
 // On one GPU the 8 ranks share its SMs, so each rank codes at about an eighth of the GPU's speed:
 // the speedups are those of a cluster whose GPUs code 8x slower.
 #include <benchmark/benchmark.h>
@@ -156,7 +157,7 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
       w == which::all_gather       ? zipccl::cuda::all_gather_workspace<Codec, Strategy>(count, ranks, opt)
       : w == which::reduce_scatter ? zipccl::cuda::reduce_scatter_workspace<Codec, Strategy>(count, opt)
                                    : zipccl::cuda::all_reduce_workspace<Codec, Strategy>(count, ranks, opt);
-  // (a world whose streams do not run side by side throws: reported as this row's error)
+  // (a world that cannot be made throws: reported as this row's error)
   std::unique_ptr<zipccl::transport::cuda_local_world> made;
   try {
     made = std::make_unique<zipccl::transport::cuda_local_world>(
@@ -183,12 +184,11 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
     return;
   }
   const std::uint64_t block = w == which::all_reduce ? (count + ranks - 1) / ranks : count;
-  // the world's rank streams, whose hardware queues it has checked (the ranks' waits spin)
-  for (int r = 0; r < ranks; ++r) streams[r] = world.stream(r);
-  for (int r = 0; r < ranks && pipelined; ++r) {  // on the world's transfer streams (queues of their own)
+  for (int r = 0; r < ranks; ++r) streams[r] = world.stream(r);  // (what world.run hands each rank)
+  for (int r = 0; r < ranks && pipelined; ++r) {
     pipes.push_back(zipccl::cuda::make_pipeline(world.rank(r), zipccl::cuda::pipeline_slots(block, opt)));
     if (!pipes.back()) {
-      state.SkipWithError("cuda_local refuses pipelined calls: too few hardware queues");
+      state.SkipWithError("no pipeline for a rank");
       return;
     }
   }
@@ -207,21 +207,28 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
   double enqueue = 0;
   auto once = [&] {
     zipccl::bench::first_error err;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int r = 0; r < ranks; ++r) {
-      auto& t = world.rank(r);
+    std::vector<double> took(ranks, 0.0);
+    const auto results = world.run([&](zipccl::transport::cuda_local_transport& t, cudaStream_t) {
+      const int r = t.rank();
+      const auto t0 = std::chrono::steady_clock::now();
+      zipccl::status s;
       if (w == which::all_gather)
-        err(zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, ws[r]->p, ws_bytes, &st[r], lanes_of(r),
-                                                  opt));
+        s = zipccl::cuda::all_gather<Codec, Strategy>(in[r]->p, out[r]->p, count, t, ws[r]->p, ws_bytes, &st[r],
+                                                      lanes_of(r), opt);
       else if (w == which::reduce_scatter)
-        err(zipccl::cuda::reduce_scatter<Codec, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
-                                                      &st[r], lanes_of(r), opt));
+        s = zipccl::cuda::reduce_scatter<Codec, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p,
+                                                          ws_bytes, &st[r], lanes_of(r), opt);
       else
-        err(zipccl::cuda::all_reduce<Codec, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p, ws_bytes,
-                                                  &st[r], lanes_of(r), opt));
-    }
-    enqueue = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / ranks;
+        s = zipccl::cuda::all_reduce<Codec, Strategy>(in[r]->p, out[r]->p, count, zipccl::op::sum, t, ws[r]->p,
+                                                      ws_bytes, &st[r], lanes_of(r), opt);
+      took[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return s;
+    });
+    for (zipccl::status s : results) err(s);
+    enqueue = 0;
+    for (double x : took) enqueue = x > enqueue ? x : enqueue;
     for (auto s : streams) cudaStreamSynchronize(s);  // (each call joins its transfer stream back)
+    if (err.failed()) world.reset();  // (run ended the world: the next row starts afresh)
     for (int r = 0; r < ranks; ++r) err(st[r]);
     return err;
   };
@@ -265,8 +272,6 @@ int main(int argc, char** argv) {
       --argc;
       --i;
     }
-  // 8 ranks on one GPU: a hardware queue each (before the first CUDA call; cuda_local.cuh)
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: nothing to measure\n");

@@ -20,9 +20,11 @@
 #     8. the other codec tests (chunk codec, block codec, context) and the 3-bit policies'
 #        benchmarks (bench_other.json);
 #     9. built here: the subspace codec's tests, the NCCL test, transport::cuda_local's and the
-#        device collectives' tests (which stalled on the first lease, 2026-12-04), one binary at a
-#        time, cuda_local's again under lazy loading and at CUDA's default of 8 queues, the
-#        examples, and the collectives' and the subspace codec's benchmarks;
+#        device collectives' tests, one binary at a time; their [hostile] cases again under
+#        CUDA_MODULE_LOADING=LAZY, CUDA_DEVICE_MAX_CONNECTIONS=1, CUDA_LAUNCH_BLOCKING=1 and
+#        compute-sanitizer (memcheck, racecheck, synccheck), where a transport whose kernels wait
+#        for each other would stall; the examples, and the collectives' and the subspace codec's
+#        benchmarks;
 #    10. the host AVX-512 tests where this CPU has AVX-512.
 #
 # GPU_CHECK_BUDGET: seconds for the whole script (default 360). Every step is cut at what the budget
@@ -103,15 +105,8 @@ mkdir -p "$out" build-gpu/logs
 out=$(cd "$out" && pwd)  # (absolute: some steps run inside build-gpu)
 logs=$(cd build-gpu/logs && pwd)
 rm -f "$logs"/*
-# transport::cuda_local's waits spin until another stream's kernel releases them, and a kernel's
-# lazy load may wait for the whole context (cuda_local.cuh): the benchmarks and examples that run
-# it load every kernel up front, as the tests do (one step below runs the transport test lazily)
-export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
-# and the ranks' streams need a hardware queue each, which CUDA maps from streams in a way it does
-# not document: 32 queues (CUDA's most; 8 unless set; the tests and the collectives' benchmark ask
-# for 32 themselves too). A world checks that its streams run side by side and throws timed_out
-# where they do not; one step below runs the transport test at CUDA's default of 8, to compare
-export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
+# (CUDA's own defaults otherwise: lazy module loading, 8 hardware queues; step 9 also runs the
+# transport's and the collectives' [hostile] cases under the settings that serialise streams)
 start=$(date +%s)
 budget=${GPU_CHECK_BUDGET:-360}
 case $budget in '' | *[!0-9]*) echo "gpu-check: GPU_CHECK_BUDGET must be a number of seconds"; exit 1 ;; esac
@@ -313,12 +308,22 @@ ok9 test_nccl && run_bin test_nccl 60 "$b9/test_nccl"
 # (a stalled case reports itself: ranks_on_gpu::finish after 30 s, testing::watchdog after 30-60 s)
 local_passed=0
 if ok9 test_cuda_local && run_bin test_cuda_local 120 "$b9/test_cuda_local"; then local_passed=1; fi
-if [ $local_passed = 1 ]; then
-  CUDA_MODULE_LOADING=LAZY run_bin cuda-local-lazy 60 "$b9/test_cuda_local"
-  CUDA_DEVICE_MAX_CONNECTIONS=8 run_bin cuda-local-8-queues 60 "$b9/test_cuda_local"
-fi
 for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
   ok9 "$t" && run_bin "$t" 150 "$b9/$t"
+done
+# the [hostile] cases under each setting that serialises streams or kernels: host submission
+# order must be a valid order of all device work (docs/design.md, "The device transport")
+for t in test_cuda_local test_cuda_collectives; do
+  ok9 "$t" || continue
+  CUDA_MODULE_LOADING=LAZY run_bin "$t-lazy" 60 "$b9/$t" "[hostile]"
+  CUDA_DEVICE_MAX_CONNECTIONS=1 run_bin "$t-1-queue" 60 "$b9/$t" "[hostile]"
+  CUDA_LAUNCH_BLOCKING=1 run_bin "$t-launch-blocking" 60 "$b9/$t" "[hostile]"
+  for tool in memcheck racecheck synccheck; do
+    have 40 || { note "sanitizer $tool ($t)|skip|out of time"; continue; }
+    timeout -k 5 "$(cap 90)" compute-sanitizer --tool "$tool" --error-exitcode 3 "$b9/$t" "[hostile]" \
+      >"$logs/sanitizer-$tool-$t.log" 2>&1
+    note "sanitizer $tool ($t)|$(outcome $?)|$(grep -Eo '(ERROR|RACECHECK|SYNCCHECK) SUMMARY: .*' "$logs/sanitizer-$tool-$t.log" | tail -1)"
+  done
 done
 [ $local_passed = 1 ] && ok9 zipccl_custom_device_transport &&
   run_bin example-custom-device-transport 60 "$b9/zipccl_custom_device_transport"

@@ -103,29 +103,10 @@ class watchdog {
   std::thread thread_;  // (last: starts once the members above exist)
 };
 
-// A cuda_local world's message slots that are not idle, in words, for a watchdog's dump.
-template <class World>
-std::string pending_slots_of(World& world) {
-  std::vector<typename World::slot_view> v;
-  if (world.pending_slots(v) != zipccl::status::success)
-    return "pending slots: the mailboxes could not be read (" + zipccl::cuda::last_error_string() + ")";
-  std::string s = "pending slots (src->dst #index state bytes; 1 posted, 2 taken, 3 copied, 4 withdrawn):";
-  if (v.empty()) s += " none";
-  for (const auto& x : v)
-    s += " " + std::to_string(x.src) + "->" + std::to_string(x.dst) + " #" + std::to_string(x.index) + " " +
-         std::to_string(x.state) + " " + std::to_string(x.bytes) + ";";
-  return s;
-}
-
-// Runs the Catch2 session, or exits with 77 (ctest's skip code here) when there is no GPU. Asks
-// for 32 hardware queues per GPU before the first CUDA call (unless the environment says
-// otherwise), so that transport::cuda_local can hold up to 32 ranks on one GPU.
+// Runs the Catch2 session, or exits with 77 (ctest's skip code here) when there is no GPU. The
+// environment is left as the caller set it: gpu-check.sh runs the transport and collective tests
+// under CUDA_MODULE_LOADING=LAZY, CUDA_DEVICE_MAX_CONNECTIONS=1 and CUDA_LAUNCH_BLOCKING=1 too.
 inline int run_gpu_tests(int argc, char** argv) {
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  // transport::cuda_local's waits spin until another stream's kernel releases them; a kernel's
-  // lazy load may wait for the whole context (see cuda_local.cuh): load every kernel up front
-  // unless the environment asks otherwise (gpu-check.sh also runs the transport test lazily)
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: skipped\n");

@@ -32,14 +32,22 @@
 // wire_overflow), else peer_failed when another rank failed, else success, as the host
 // collectives report it: the ranks agree on it at the end of the call (ceil(log2 n) rounds of
 // 24-byte messages), and on the call itself at the start (collective, element type, path, count,
-// sizes, checksums, reduction, budget): calls that differ give size_mismatch on every rank, and a
-// transport with a device error word (cuda_local) is ended so that no rank waits for a message
-// that will not come (transport::nccl has none: there, calls whose counts differ can wait until
-// the application's watchdog aborts, as with NCCL itself; see nccl.hpp). The host return value
-// says whether the work was enqueued: invalid_argument for bad arguments (the transport is then
-// aborted, as the other ranks may be waiting), cuda_error (cuda::last_error() says why), or the
-// transport's error. The workspace may start at any address (the sizes include the slack to
-// align it); a reduce_scatter's recvbuff must not overlap its sendbuff (more than one rank).
+// sizes, checksums, reduction, budget): calls that differ give size_mismatch on every rank. Where
+// they also differ in a message's size, transport::cuda_local sees it when the two halves meet and
+// ends its world (every rank's call returns); transport::nccl cannot, and NCCL's behaviour is then
+// undefined (in practice a hang): its checked mode agrees on the signature first (nccl.hpp).
+//
+// Errors. The host return value says whether the work was enqueued:
+//   - invalid_argument for bad arguments (a null buffer, a workspace too small, lanes the
+//     transport refuses): nothing was enqueued, and the transport is as it was;
+//   - an error after the call began (cuda_error: cuda::last_error() says why; the transport's
+//     error, e.g. peer_failed once it has ended): the call's transfers may be partly enqueued and
+//     the peers may wait for the rest. *status_dev still receives the outcome where a kernel can
+//     be launched. The transport is not touched: the caller ends it, as NCCL's model asks
+//     (transport::nccl: async_error(), then abort(); transport::cuda_local: abort(), or
+//     world.run(), which ends the world when a rank returns an error).
+// The workspace may start at any address (the sizes include the slack to align it); a
+// reduce_scatter's recvbuff must not overlap its sendbuff (more than one rank).
 //
 // The schedule is the host collectives' (collective/schedule.hpp): ring all_gather, ring
 // reduce_scatter, all_reduce as the two, pairwise all_to_all, send / recv; results are
@@ -163,6 +171,14 @@ std::uint64_t device_settings(const collective_options& opt, int reduction = -1)
          zipccl::collective::detail::signature_mix(0xD1CEull + opt.device_wire.spill_permille);
 }
 
+// The transport's agreement on the call before anything is enqueued (device.hpp, agree), where
+// it has one.
+template <class Transport>
+status agree_first(Transport& t, std::uint64_t signature, int peer, cudaStream_t stream) {
+  if constexpr (transport::has_agree_v<Transport>) return t.agree(signature, peer, stream);
+  else return (void)t, (void)signature, (void)peer, (void)stream, status::success;
+}
+
 template <class Transport>
 int* error_word(Transport& t) {
   if constexpr (transport::has_device_error_word_v<Transport>) return t.device_error_word();
@@ -258,18 +274,23 @@ struct call {
     if (s == status::success) s = to_codec();
     return s;
   }
-  // A failure while enqueueing: the peers may already wait on this rank, so the transport is
-  // aborted; the outcome still goes to *status_dev when the last kernel can be launched: this
-  // rank's own failure (invalid_argument, cuda_error), or, when the transport refused because its
-  // world had ended, what the device knows (size_mismatch or peer_failed). The transfer stream
-  // joins `stream` first, so that a capture stays whole.
+  // A failure while enqueueing, after the call may have enqueued transfers: the outcome still goes
+  // to *status_dev when the last kernel can be launched (this rank's own failure; where the
+  // transport refused because it had ended, what ended it: size_mismatch, peer_failed), the
+  // transfer stream joins `stream` first so that a capture stays whole, and the error is returned.
+  // The transport is left to the caller, who must end it (its peers may wait for this rank's
+  // messages): see "Errors" at the top of this header.
   status fail(status s) {
-    t.abort(s);
+    status outcome = s;
+    if (s == status::peer_failed) {
+      const status why = t.async_error();
+      if (why != status::success) outcome = why == status::size_mismatch ? why : status::peer_failed;
+    }
     (void)to_codec();
     (void)cuda::detail::launch("cuda collective: agree close", dim3(1), dim3(32), stream, detail::agree_close_kernel<>,
                                static_cast<const detail::agreement_words*>(words),
                                static_cast<const unsigned long long*>(key), static_cast<const int*>(error_word(t)),
-                               status_dev, s == status::invalid_argument || s == status::cuda_error ? s : status::success);
+                               status_dev, outcome);
     return s;
   }
   status copy(void* dst, const void* src, std::uint64_t bytes) {
@@ -495,16 +516,18 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
     if ((count != 0 && (sendbuff == nullptr || recvbuff == nullptr)) ||
         !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1 ||
         !lanes_ok(t, on, 0)) {
-      t.abort(status::invalid_argument);
-      return status::invalid_argument;
+      return status::invalid_argument;  // (nothing enqueued: the transport is as it was)
     }
     auto* ws = static_cast<std::uint8_t*>(workspace);
     auto c = make_call(t, ws, l.ctrl, status_dev, on);
     auto* recv = static_cast<std::uint8_t*>(recvbuff);
     status s = status::success;
-    if (open)
-      s = c.open(zipccl::collective::detail::call_signature<Codec>(call_kind::all_gather, packed, count,
-                                                                   device_settings<Tuning>(opt)));
+    if (open) {
+      const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(call_kind::all_gather, packed, count,
+                                                                                  device_settings<Tuning>(opt));
+      s = agree_first(t, sig, -1, on.stream);
+      if (s == status::success) s = c.open(sig);
+    }
     if (s == status::success) s = c.copy(recv + static_cast<std::uint64_t>(r) * block, sendbuff, block);
     const zipccl::collective::schedule sched = zipccl::collective::schedule::ring_all_gather(
         r, n, zipccl::collective::segmentation(count, Tuning::chunk_elems, segment_elems(opt)));
@@ -578,17 +601,19 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
         zipccl::collective::detail::reduce_overlaps(sendbuff, recvbuff, block, n) ||
         !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) || n < 1 ||
         !lanes_ok(t, on, packed && n > 1 ? S : 0)) {
-      t.abort(status::invalid_argument);
-      return status::invalid_argument;
+      return status::invalid_argument;  // (nothing enqueued: the transport is as it was)
     }
     auto* ws = static_cast<std::uint8_t*>(workspace);
     auto c = make_call(t, ws, l.ctrl, status_dev, on);
     const auto* send = static_cast<const std::uint8_t*>(sendbuff);
     auto* acc = static_cast<std::uint8_t*>(recvbuff);
     status s = status::success;
-    if (open)
-      s = c.open(zipccl::collective::detail::call_signature<Codec>(
-          call_kind::reduce_scatter, packed, recvcount, device_settings<Tuning>(opt, static_cast<int>(reduction))));
+    if (open) {
+      const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(
+          call_kind::reduce_scatter, packed, recvcount, device_settings<Tuning>(opt, static_cast<int>(reduction)));
+      s = agree_first(t, sig, -1, on.stream);
+      if (s == status::success) s = c.open(sig);
+    }
     if (n == 1 && s == status::success) s = c.copy(acc, send, block);
     const auto local = [&](int b) { return send + static_cast<std::uint64_t>(b) * block; };
     if constexpr (!packed) {
@@ -696,8 +721,7 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
       !lanes_ok(t, on, std::is_same_v<Strategy, strategy::never> || n < 2
                            ? 0
                            : zipccl::collective::segmentation(per, Tuning::chunk_elems, segment_elems(opt)).segments)) {
-    t.abort(status::invalid_argument);
-    return status::invalid_argument;
+    return status::invalid_argument;  // (nothing enqueued: the transport is as it was)
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);
   std::uint8_t* in = ws;
@@ -711,8 +735,10 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
   const bool ag_packed =
       zipccl::collective::detail::takes_compressed<Strategy>([&] { return opt.model.all_gather(per * elem, n).compress; });
   auto c = make_call(t, rest, 0, status_dev, on);
-  status s = c.open(zipccl::collective::detail::call_signature<Codec>(
-      call_kind::all_reduce, rs_packed, count, device_settings<Tuning>(opt, static_cast<int>(reduction)) ^ (ag_packed ? 1 : 0)));
+  const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(
+      call_kind::all_reduce, rs_packed, count, device_settings<Tuning>(opt, static_cast<int>(reduction)) ^ (ag_packed ? 1 : 0));
+  status s = agree_first(t, sig, -1, on.stream);
+  if (s == status::success) s = c.open(sig);
   if (s == status::success && padded)
     s = cuda::detail::check(cudaMemsetAsync(in, 0, padded, c.stream), "cuda::all_reduce: cudaMemsetAsync");
   if (s == status::success) s = c.copy(in, sendbuff, count * elem);
@@ -758,8 +784,7 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
   ok = ok && sendcounts[r] == recvcounts[r];
   const a2a_layout l = ok ? make_a2a_layout<Codec, Strategy, Tuning>(sendcounts, recvcounts, n, opt) : a2a_layout{};
   if (!ok || !align_workspace(workspace, workspace_bytes, l.total)) {
-    t.abort(status::invalid_argument);
-    return status::invalid_argument;
+    return status::invalid_argument;  // (nothing enqueued: the transport is as it was)
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);
   auto c = make_call(t, ws, 0, status_dev, on);
@@ -767,8 +792,10 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
   const auto packed = [&](std::uint64_t count) { return block_packed<Codec, Strategy>(count, n, opt); };
   const auto send_block = [&](int p) { return sendcounts[p] ? send + sdispls[p] * esize : nullptr; };
   const auto recv_block = [&](int p) { return recvcounts[p] ? recv + rdispls[p] * esize : nullptr; };
-  status s = c.open(zipccl::collective::detail::call_signature<Codec>(
-      call_kind::all_to_all, !std::is_same_v<Strategy, strategy::never>, 0, device_settings<Tuning>(opt)));
+  const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(
+      call_kind::all_to_all, !std::is_same_v<Strategy, strategy::never>, 0, device_settings<Tuning>(opt));
+  status s = agree_first(t, sig, -1, on.stream);  // (the pairs' counts are checked by the pairs)
+  if (s == status::success) s = c.open(sig);
   if (s == status::success) s = c.copy(recv_block(r), send_block(r), sendcounts[r] * esize);
   const zipccl::collective::schedule sched = zipccl::collective::schedule::pairwise_all_to_all(r, n);
   const std::uint64_t items = sched.items();
@@ -828,8 +855,7 @@ status p2p_run(bool sending, void* buf, std::uint64_t count, int peer, Transport
   if ((buf == nullptr && count != 0) || peer < 0 || peer >= t.size() || peer == t.rank() ||
       !align_workspace(workspace, workspace_bytes, l.total) || status_dev == nullptr || !options_ok(opt) ||
       !lanes_ok(t, on, 1)) {
-    t.abort(status::invalid_argument);
-    return status::invalid_argument;
+    return status::invalid_argument;  // (nothing enqueued: the transport is as it was)
   }
   auto* ws = static_cast<std::uint8_t*>(workspace);
   auto c = make_call(t, ws, l.ctrl, status_dev, on);
@@ -837,7 +863,8 @@ status p2p_run(bool sending, void* buf, std::uint64_t count, int peer, Transport
   // end sends and the other receives the same call
   const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(call_kind::send_recv, packed, count,
                                                                                 device_settings<Tuning>(opt));
-  status s = c.to_xfer();
+  status s = agree_first(t, sending ? sig : ~sig, peer, on.stream);
+  if (s == status::success) s = c.to_xfer();
   if (s == status::success) s = c.launch_init(sending ? sig : ~sig, true);
   if (s == status::success)
     s = c.exchange(peer, c.words->mine, sizeof c.words->mine, peer, c.words->in, sizeof c.words->in);

@@ -76,6 +76,9 @@ class device_buffer {
     return status::success;
   }
 
+  // The stream that later frees and allocations are ordered on (the caller makes it wait for
+  // the other streams that use the block first).
+  void set_stream(cudaStream_t stream) { stream_ = stream; }
   T* data() const { return data_; }
   std::size_t capacity() const { return capacity_; }
   std::size_t bytes() const { return capacity_ * sizeof(T); }

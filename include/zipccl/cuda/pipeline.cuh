@@ -24,13 +24,13 @@
 // stream, so two ranks, or two communicators enqueued in different orders, would wait on each
 // other in it); one call at a time (its events are reused from call to call in host enqueue
 // order); lanes from on() hold a pointer to the events: take them again after reserve(). The
-// transfer stream is created on the current device (make the pipeline with the rank's GPU
-// current), or borrowed from the transport: make_pipeline() takes the transport's
-// transfer_stream() where it has one (transport::cuda_local: a stream with a hardware queue of its
-// own, see cuda_local.cuh; its events are made on the rank's GPU) and gives nullptr where the
-// transport says it cannot pipeline. A transport with transfer_stream() takes pipelined lanes on
-// that stream only (so a pipeline shared by ranks, or one of the caller's own, is refused there).
-// The pipeline itself cannot be copied or moved; hold it by pointer (make_pipeline does).
+// transfer stream and the events are made on the transport's GPU where it names one (device():
+// transport::cuda_local's rank GPU, transport::nccl's ncclCommCuDevice), else on the current
+// device; or the stream is borrowed from the transport: make_pipeline() takes the transport's
+// transfer_stream() where it has that member, and gives nullptr where that is null (the transport
+// cannot pipeline). A transport with transfer_stream() takes pipelined lanes on that stream only
+// (so a pipeline shared by ranks, or one of the caller's own, is refused there). The pipeline
+// itself cannot be copied or moved; hold it by pointer (make_pipeline does).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -143,7 +143,8 @@ class pipeline {
 
 // A pipeline for one rank of a device transport: on the transport's transfer_stream() where it
 // has that member (nullptr when that is null: the transport cannot take pipelined calls), else on
-// a stream of its own. Throws zipccl::error (cuda_error) as pipeline's constructors do.
+// a stream of its own, on the transport's device() where it has one. Throws zipccl::error
+// (cuda_error) as pipeline's constructors do.
 namespace pipeline_detail {
 // The rank's GPU current while its events are made (an event records only on its own GPU's streams).
 struct on_device {
@@ -167,15 +168,14 @@ struct has_device<T, std::void_t<decltype(std::declval<const T&>().device())>> :
 template <class Transport>
 std::unique_ptr<pipeline> make_pipeline(const Transport& t, std::uint32_t slots = 1) {
   transport::check_optional_members<Transport>();
+  int device = -1;
+  if constexpr (pipeline_detail::has_device<Transport>::value) device = t.device();
+  const pipeline_detail::on_device scope(device);
   if constexpr (transport::has_transfer_stream_v<Transport>) {
     const cudaStream_t x = t.transfer_stream();
     if (x == nullptr) return nullptr;
-    int device = -1;
-    if constexpr (pipeline_detail::has_device<Transport>::value) device = t.device();
-    const pipeline_detail::on_device scope(device);
     return std::make_unique<pipeline>(x, slots);
   } else {
-    (void)t;
     return std::make_unique<pipeline>(slots);
   }
 }

@@ -1,9 +1,11 @@
 // zipccl: the device transport concept, what the device collectives need from a communicator.
 //
 // A device transport moves device byte ranges in stream order, as NCCL's point-to-point calls do.
-// Every member is a host call that only enqueues work on the given stream (no host wait, no
-// allocation), so the collectives built on it can be captured in a CUDA graph when the transport's
-// work can be. A device transport is any type with these members:
+// Every member is a host call that enqueues work on the given stream and allocates nothing. It may
+// wait on the host for its peers' matching calls (transport::cuda_local matches messages on the
+// host; NCCL's group end may wait to connect), never for device work, so the collectives built on
+// it can be captured in a CUDA graph when the transport's work can be. A device transport is any
+// type with these members:
 //
 //   int rank() const;  int size() const;
 //   status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream);
@@ -15,7 +17,8 @@
 //       The sends and receives enqueued between them form one group: they may progress in any
 //       order, so a rank can send to one peer and receive from another in one step without
 //       deadlock (as ncclGroupStart / ncclGroupEnd). Outside a group, a send may not complete
-//       until its receiver has enqueued the matching receive. Groups do not nest.
+//       until its receiver has enqueued the matching receive, and a message to oneself is
+//       invalid_argument. The device collectives never nest groups.
 //   status async_error();
 //       success, or the error that has ended the communicator asynchronously (a peer that failed
 //       or aborted, a size that did not match). It never waits; a caller polls it.
@@ -23,28 +26,34 @@
 //       ends the communicator: operations still pending and later ones complete without moving
 //       new data, and async_error() reports an error, on every rank the transport can reach
 //       (transport::cuda_local: all of them; transport::nccl: ncclCommAbort, this rank only, the
-//       others need their own watchdog, as with NCCL itself).
+//       others need their own watchdog, as with NCCL itself). Only the caller calls it: the
+//       device collectives never do (cuda/collective.cuh, "Errors").
 //
 // Optional: int* device_error_word(). A device-visible int that a kernel may set (when it is 0)
 // to a status code to end the communicator from the device, with the effect of abort(). The
-// device collectives use it when the ranks' calls differ (counts, types, options): they learn it
-// on the device, and without this word the transfers that follow would still be enqueued and,
-// when the counts differ, could wait for messages that never come (with NCCL the caller then
-// ends the communicator: async_error() and abort()).
+// device collectives set it when the ranks' calls differ (counts, types, options), which they
+// learn on the device. Neither transport of zipccl has one: cuda_local finds messages of different
+// sizes on the host; NCCL offers no such word (its checked mode agrees on the call first).
 //
 // Optional, for pipelined calls (cuda/pipeline.cuh: the transport's operations on a second stream):
-//   cudaStream_t transfer_stream() const;  the stream this rank's transfers should run on
+//   cudaStream_t transfer_stream() const;  the stream this rank's transfers must run on
 //       (cuda::make_pipeline uses it), or nullptr when the transport cannot take pipelined calls:
-//       the collectives then refuse pipelined lanes (invalid_argument). transport::cuda_local has
-//       one per rank when the GPU has hardware queues for it.
-//   bool accepts_stream(cudaStream_t) const;  whether the caller's kernel stream may carry this
-//       rank's work; the pipelined collectives check the caller's stream with it (their transfers
-//       go to the transfer stream, which the transport checks itself).
+//       the collectives then refuse pipelined lanes (invalid_argument). Without the member, a
+//       pipeline makes a stream of its own.
+//   bool accepts_stream(cudaStream_t) const;  whether a stream may carry this rank's work; the
+//       pipelined collectives check the caller's stream and the transfer stream with it
+//       (transport::cuda_local: any stream of the rank's GPU).
+//   int device() const;  the rank's GPU: cuda::make_pipeline makes its stream and events there.
+//
+// Optional: status agree(std::uint64_t signature, int peer, cudaStream_t stream). Called by every
+// device collective before it enqueues anything, with the call's signature (peer -1: every rank
+// calls it with the same one; peer >= 0: send / recv, the two ends pass complements). A host call
+// that may wait; size_mismatch where the ranks' signatures differ (transport::nccl's checked mode).
 //
 // Calls return invalid_argument for a bad peer or a null buffer with a non-zero size, cuda_error
 // when enqueueing failed (cuda::last_error() tells why), peer_failed once the communicator has
-// ended. zipccl provides transport::cuda_local (N ranks as N streams of one process: the test bed
-// and simulator, cuda_local.cuh) and transport::nccl (a user's ncclComm_t, nccl.hpp);
+// ended. zipccl provides transport::cuda_local (N ranks of one process on one GPU or several: the
+// test bed and simulator, cuda_local.cuh) and transport::nccl (a user's ncclComm_t, nccl.hpp);
 // examples/custom_device_transport.cu adapts a user's own communicator in a few dozen lines.
 #pragma once
 
@@ -91,6 +100,17 @@ struct has_device_error_word<T, std::void_t<decltype(std::declval<T&>().device_e
 
 template <class T>
 inline constexpr bool has_device_error_word_v = detail::has_device_error_word<T>::value;
+
+namespace detail {
+template <class T, class = void>
+struct has_agree : std::false_type {};
+template <class T>
+struct has_agree<T, std::void_t<decltype(std::declval<T&>().agree(std::uint64_t{}, 0, cudaStream_t{}))>>
+    : std::is_same<decltype(std::declval<T&>().agree(std::uint64_t{}, 0, cudaStream_t{})), status> {};
+}  // namespace detail
+
+template <class T>
+inline constexpr bool has_agree_v = detail::has_agree<T>::value;
 
 // (A member of that name with another signature, or not const, is an error, not silently
 // ignored: check_optional_members below.)

@@ -15,8 +15,8 @@ namespace zipccl::cuda::detail {
 // after another and sleeping `pause` between polls (none: a busy poll), until `until` (any
 // steady_clock time point: one of double seconds may be infinite, a wait without end): success
 // once all have finished; timed_out at the deadline, with work still queued; cuda_error (recorded
-// under `step`, cuda::last_error) when a stream reports an error. The local world's probe and
-// mailbox read use it, and the device tests' waits on streams that a stalled rank may hold.
+// under `step`, cuda::last_error) when a stream reports an error. The device tests wait on their
+// ranks' streams with it, so that a stall fails a case instead of hanging it.
 template <class Streams, class Duration>
 status wait_streams(const Streams& streams, std::chrono::time_point<std::chrono::steady_clock, Duration> until,
                     std::chrono::microseconds pause, const char* step) {

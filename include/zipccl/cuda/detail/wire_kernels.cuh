@@ -358,8 +358,7 @@ __global__ void divide_kernel(std::uint8_t* dst, std::uint64_t n, int ranks) {
     format::store_le<bits>(dst + i * sizeof(bits), collective::detail::divide_by<E>(format::load_le<bits>(dst + i * sizeof(bits)), ranks));
 }
 
-// Sets a transport's device error word (cuda_local's abort word, in mapped host memory) unless
-// it is set already.
+// Sets a transport's device error word (transport/device.hpp, optional) unless it is set already.
 __device__ __forceinline__ void end_world(int* error_word, status why) {
   if (error_word == nullptr) return;
   volatile int* w = error_word;
