@@ -9,6 +9,7 @@
 #include <zipccl/zipccl.hpp>
 
 #include "fuzz/fuzz_common.hpp"
+#include "support/stream_tools.hpp"
 #include "support/test_data.hpp"
 
 using namespace zipccl;
@@ -63,6 +64,7 @@ void seeds(const std::filesystem::path& dir) {
   const auto v = testing::make_tensor<E>(300, 1.0);
   rt.insert(rt.end(), reinterpret_cast<const std::uint8_t*>(v.data()),
             reinterpret_cast<const std::uint8_t*>(v.data() + v.size()));
+  write(dir, fuzzing::decode_repaired, testing::wrapping_directory_stream());  // a fuzzer finding
   write(dir, fuzzing::round_trip, rt);
   // a valid wire segment (fixed section, then tail) of 700 elements, one chunk of noise (stored)
   using W = collective::detail::wire<codec<E, codebook::analytic_gaussian>>;
