@@ -283,12 +283,22 @@ TEST_CASE("cuda_local: bad calls are refused and publish nothing", "[gpu][cuda_l
   REQUIRE(t.group_end() == status::success);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   CHECK(a.in.get(16) == pattern(0, 16));
-  // the legacy default stream is a stream of the rank's GPU like any other
+  // the default streams' handles are refused (another stream on each thread); inside a group the
+  // refusal refuses the whole group, so the good operation beside it is not published either
+  CHECK(t.send(1, a.out.p, 16, nullptr) == status::invalid_argument);
+  CHECK(t.send(1, a.out.p, 16, cudaStreamPerThread) == status::invalid_argument);
   REQUIRE(t.group_start() == status::success);
-  REQUIRE(t.send(0, a.out.p, 16, nullptr) == status::success);
-  REQUIRE(t.recv(0, a.in.p, 16, cudaStreamLegacy) == status::success);
+  CHECK(t.send(0, a.out.p, 16, s) == status::success);
+  CHECK(t.recv(0, a.in.p, 16, cudaStreamLegacy) == status::invalid_argument);
+  CHECK(t.group_end() == status::invalid_argument);
+  // (had the send been published, this exchange would receive it instead of its own message)
+  REQUIRE(t.group_start() == status::success);
+  REQUIRE(t.send(0, a.out.p + 8, 8, s) == status::success);
+  REQUIRE(t.recv(0, a.in.p, 8, s) == status::success);
   REQUIRE(t.group_end() == status::success);
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  const auto want = pattern(0, 16);
+  CHECK(a.in.get(8) == std::vector<std::uint8_t>(want.begin() + 8, want.end()));
   CHECK(world.error_state() == status::success);  // none of the refusals ended the world
   CHECK_THROWS_AS(cuda_local_world(0), zipccl::error);
   cuda_local_world::options bad;

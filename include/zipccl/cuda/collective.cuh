@@ -525,8 +525,8 @@ status all_gather_run(const void* sendbuff, void* recvbuff, std::uint64_t count,
     if (open) {
       const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(call_kind::all_gather, packed, count,
                                                                                   device_settings<Tuning>(opt));
-      s = agree_first(t, sig, -1, on.stream);
-      if (s == status::success) s = c.open(sig);
+      if (const status a = agree_first(t, sig, -1, on.stream); a != status::success) return a;  // (nothing enqueued)
+      s = c.open(sig);
     }
     if (s == status::success) s = c.copy(recv + static_cast<std::uint64_t>(r) * block, sendbuff, block);
     const zipccl::collective::schedule sched = zipccl::collective::schedule::ring_all_gather(
@@ -611,8 +611,8 @@ status reduce_scatter_run(const void* sendbuff, void* recvbuff, std::uint64_t re
     if (open) {
       const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(
           call_kind::reduce_scatter, packed, recvcount, device_settings<Tuning>(opt, static_cast<int>(reduction)));
-      s = agree_first(t, sig, -1, on.stream);
-      if (s == status::success) s = c.open(sig);
+      if (const status a = agree_first(t, sig, -1, on.stream); a != status::success) return a;  // (nothing enqueued)
+      s = c.open(sig);
     }
     if (n == 1 && s == status::success) s = c.copy(acc, send, block);
     const auto local = [&](int b) { return send + static_cast<std::uint64_t>(b) * block; };
@@ -737,8 +737,8 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
   auto c = make_call(t, rest, 0, status_dev, on);
   const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(
       call_kind::all_reduce, rs_packed, count, device_settings<Tuning>(opt, static_cast<int>(reduction)) ^ (ag_packed ? 1 : 0));
-  status s = agree_first(t, sig, -1, on.stream);
-  if (s == status::success) s = c.open(sig);
+  if (const status a = agree_first(t, sig, -1, on.stream); a != status::success) return a;  // (nothing enqueued)
+  status s = c.open(sig);
   if (s == status::success && padded)
     s = cuda::detail::check(cudaMemsetAsync(in, 0, padded, c.stream), "cuda::all_reduce: cudaMemsetAsync");
   if (s == status::success) s = c.copy(in, sendbuff, count * elem);
@@ -794,8 +794,9 @@ status all_to_all(const void* sendbuff, const std::uint64_t* sendcounts, const s
   const auto recv_block = [&](int p) { return recvcounts[p] ? recv + rdispls[p] * esize : nullptr; };
   const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(
       call_kind::all_to_all, !std::is_same_v<Strategy, strategy::never>, 0, device_settings<Tuning>(opt));
-  status s = agree_first(t, sig, -1, on.stream);  // (the pairs' counts are checked by the pairs)
-  if (s == status::success) s = c.open(sig);
+  // (the pairs' counts are not in the signature: cuda_local checks them by the messages' sizes)
+  if (const status a = agree_first(t, sig, -1, on.stream); a != status::success) return a;  // (nothing enqueued)
+  status s = c.open(sig);
   if (s == status::success) s = c.copy(recv_block(r), send_block(r), sendcounts[r] * esize);
   const zipccl::collective::schedule sched = zipccl::collective::schedule::pairwise_all_to_all(r, n);
   const std::uint64_t items = sched.items();
@@ -863,8 +864,8 @@ status p2p_run(bool sending, void* buf, std::uint64_t count, int peer, Transport
   // end sends and the other receives the same call
   const std::uint64_t sig = zipccl::collective::detail::call_signature<Codec>(call_kind::send_recv, packed, count,
                                                                                 device_settings<Tuning>(opt));
-  status s = agree_first(t, sending ? sig : ~sig, peer, on.stream);
-  if (s == status::success) s = c.to_xfer();
+  if (const status a = agree_first(t, sending ? sig : ~sig, peer, on.stream); a != status::success) return a;
+  status s = c.to_xfer();
   if (s == status::success) s = c.launch_init(sending ? sig : ~sig, true);
   if (s == status::success)
     s = c.exchange(peer, c.words->mine, sizeof c.words->mine, peer, c.words->in, sizeof c.words->in);

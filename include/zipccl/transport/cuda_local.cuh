@@ -25,10 +25,10 @@
 // What waits on the host: a send or receive outside a group returns once its peer has made the
 // matching call (never for GPU work); group_end() publishes all of its group's operations, then
 // waits for their peers the same way, so ring steps complete with a host thread per rank. Groups
-// are per host thread and nest, as NCCL's do: one thread may open a group on several ranks of one
-// world, and the outermost group_end() publishes all of their operations at once, so a group
-// spanning several ranks (as ncclGroupStart over several communicators) matches without waiting
-// for another thread. The device collectives call the transport between their kernels, so they
+// are per host thread and nest: one thread may open a group on several ranks of one world (each
+// rank joins with its own group_start(), as with ncclGroupStart over several communicators), and
+// the outermost group_end() publishes all of their operations at once, so such a group matches
+// without waiting for another thread. The device collectives call the transport between their kernels, so they
 // need a host thread per rank: world.run() gives each rank one.
 //
 // Errors: a message whose halves differ in size moves nothing; both calls return size_mismatch
@@ -36,16 +36,16 @@
 // returns peer_failed, later calls too, and async_error() tells why, until reset(). With
 // options::rendezvous_seconds, a call whose peer does not come in time ends the world with
 // timed_out. A call returns invalid_argument for a bad peer, a null buffer with bytes, a message
-// to itself outside a group, a stream of another GPU, a group of more than max_group_ops
-// operations, or a rank that another thread is using; such a call has published nothing.
+// to itself outside a group, a stream of another GPU or a default stream's handle, and a group
+// of more than max_group_ops operations; such a call has published nothing, and a group in which
+// one operation was refused is refused as a whole at group_end().
 //
 // Graphs: world.capture(per_rank, &graph) runs every rank's work, in a thread each, on the
 // world's rank streams forked from one origin stream and joined back: all ranks in one CUDA
 // graph, which replays (cudaGraphLaunch on any stream) as the eager calls ran. Each rank's work
 // cannot be captured in a graph of its own: a message's copy depends on both ranks' streams.
 //
-// Limits: rank(r) is used by one host thread at a time (a call from another thread meanwhile is
-// invalid_argument); the world must outlive the work enqueued on it (destroy it once every
+// Limits: rank(r) is used by one host thread at a time (not checked); the world must outlive the work enqueued on it (destroy it once every
 // rank's stream has been synchronised); a group holds at most max_group_ops operations over all
 // ranks it spans. The link model runs a link's messages one after another on its stream: a
 // simulation of a network, not a network. Across GPUs, buffers from cudaMallocAsync pools need
@@ -146,8 +146,9 @@ class cuda_local_transport {
   inline status group_end();
   inline status async_error();
   inline void abort(status why);
-  // Optional member of the concept: any stream of the rank's GPU carries its work (the legacy
-  // default stream and per-thread streams of that GPU included).
+  // Optional member of the concept: any stream of the rank's GPU carries its work, but not the
+  // default streams' handles (0, cudaStreamLegacy, cudaStreamPerThread), which name another
+  // stream on each host thread: a message's waits are enqueued from the thread that pairs it.
   inline bool accepts_stream(cudaStream_t stream) const;
 
   cuda_local_transport(const cuda_local_transport&) = delete;
@@ -169,7 +170,7 @@ class cuda_local_transport {
   std::vector<detail::message_half*> gathered_;  // an outermost group's halves, of every rank it spans
   std::size_t used_ = 0;                 // halves of the open group
   bool in_group_ = false;
-  bool overflow_ = false;                // the open group was given more than it holds
+  bool refused_ = false;                 // an operation of the open group was refused
   cuda_local_transport* next_in_group_ = nullptr;
 };
 
@@ -448,6 +449,9 @@ cuda_local_transport::~cuda_local_transport() {
 int cuda_local_transport::size() const { return world_->n_; }
 
 bool cuda_local_transport::accepts_stream(cudaStream_t stream) const {
+  // the default streams' handles mean another stream on each thread that uses them, and the
+  // waits on an owner's stream are enqueued by whichever rank's thread pairs the message
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return false;
   int d = -1;
   if (cudaStreamGetDevice(stream, &d) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -458,15 +462,19 @@ bool cuda_local_transport::accepts_stream(cudaStream_t stream) const {
 
 // Adds one operation to the open group, or runs it alone now.
 status cuda_local_transport::add(bool send, int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
-  if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0)) return status::invalid_argument;
-  if (peer == rank_ && !in_group_) return status::invalid_argument;  // would wait for its own receive
-  if (!accepts_stream(stream)) return status::invalid_argument;
-  if (world_->error_state() != status::success) return status::peer_failed;
-  const std::size_t i = in_group_ ? used_ : 0;
-  if (i >= halves_.size()) {  // the group is refused as a whole at its end
-    overflow_ = true;
-    return status::invalid_argument;
+  status bad = status::success;
+  if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0) || !accepts_stream(stream) ||
+      (peer == rank_ && !in_group_) || (in_group_ && used_ >= halves_.size()))
+    bad = status::invalid_argument;  // (a message to itself outside a group would wait for itself)
+  else if (world_->error_state() != status::success)
+    bad = status::peer_failed;
+  if (bad != status::success) {
+    // inside a group, a refused operation refuses the whole group at its end: publishing the rest
+    // would pair the peers' later messages with the wrong ones
+    if (in_group_) refused_ = true;
+    return bad;
   }
+  const std::size_t i = in_group_ ? used_ : 0;
   detail::message_half& h = halves_[i];
   h = detail::message_half{};
   h.rank = rank_;
@@ -520,7 +528,7 @@ status cuda_local_transport::group_start() {
   if (!in_group_) {
     in_group_ = true;
     used_ = 0;
-    overflow_ = false;
+    refused_ = false;
     next_in_group_ = static_cast<cuda_local_transport*>(g.first);
     g.first = this;
   }
@@ -536,7 +544,7 @@ void cuda_local_transport::close_group() {
     cuda_local_transport* next = t->next_in_group_;
     t->in_group_ = false;
     t->used_ = 0;
-    t->overflow_ = false;
+    t->refused_ = false;
     t->next_in_group_ = nullptr;
     t = next;
   }
@@ -551,7 +559,7 @@ status cuda_local_transport::group_end() {
   std::size_t total = 0;
   bool fits = true;
   for (auto* t = static_cast<cuda_local_transport*>(g.first); t != nullptr; t = t->next_in_group_) {
-    fits = fits && !t->overflow_;
+    fits = fits && !t->refused_;
     for (std::size_t i = 0; i < t->used_; ++i) {
       if (total == gathered_.size()) fits = false;
       else gathered_[total++] = &t->halves_[i];

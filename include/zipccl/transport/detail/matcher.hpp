@@ -77,8 +77,8 @@ class matcher {
   // `seconds` (infinity: no deadline). Returns success; invalid_argument (nothing published) for
   // more than max_ops halves, a rank or peer out of range, a rank that another call is using, or
   // messages to itself whose sends and receives are not all in ops (they would wait for
-  // themselves); else the first error among the halves (size_mismatch, the executor's error,
-  // peer_failed when the world ended, timed_out at the deadline). execute returns a status and
+  // themselves); else the first error among the halves (size_mismatch, the executor's error;
+  // else peer_failed when the world ended, timed_out where this call's deadline ended it). execute returns a status and
   // must not call back into this matcher.
   template <class Execute>
   status exchange(message_half* const* ops, std::size_t count, Execute&& execute,
@@ -123,10 +123,13 @@ class matcher {
         end(status::timed_out);  // pending halves end now; running ones are waited for
       }
     }
+    // a half's own error (size_mismatch, the executor's) before the peer_failed of halves that
+    // the world's end took with it
     status first = status::success;
     for (std::size_t i = 0; i < count; ++i) {
       busy_[static_cast<std::size_t>(ops[i]->rank)] = 0;
-      if (first == status::success) first = ops[i]->result;
+      const status r = ops[i]->result;
+      if (first == status::success || (first == status::peer_failed && r != status::success)) first = r;
     }
     if (late && first == status::peer_failed) first = status::timed_out;
     return first;
@@ -193,6 +196,11 @@ class matcher {
     h.result = status::success;
     h.partner = nullptr;
     h.run_here = false;
+    if (ended_) {  // (an earlier half of this call ended the world: nothing may wait in a ring now)
+      h.state = message_half::phase::done;
+      h.result = status::peer_failed;
+      return;
+    }
     link& l = link_of(h);
     if (l.size > 0 && l.sends != h.send) {
       message_half& other = *l.ring[l.head];
