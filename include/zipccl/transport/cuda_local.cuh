@@ -1,7 +1,7 @@
 // zipccl: transport::cuda_local, N ranks of one process on one GPU or several: the device
 // collectives' test bed and a simulator of a cluster on one GPU (NCCL refuses two ranks on one GPU).
 //
-//   zipccl::transport::cuda_local_world world(8, {25e9, 5e-6});   // 8 ranks, 25 GB/s, 5 us links
+//   zipccl::transport::cuda_local_world world(8, zipccl::transport::link_model{25e9, 5e-6});  // 25 GB/s, 5 us
 //   std::vector<zipccl::status> st = world.run([&](zipccl::transport::cuda_local_transport& t,
 //                                                   cudaStream_t stream) {
 //     return zipccl::cuda::all_gather<codec>(send[t.rank()], recv[t.rank()], count, t, ...);
