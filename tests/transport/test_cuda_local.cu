@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -304,6 +305,76 @@ TEST_CASE("cuda_local: bad calls are refused and publish nothing", "[gpu][cuda_l
   cuda_local_world::options bad;
   bad.rendezvous_seconds = std::nan("");
   CHECK_THROWS_AS(cuda_local_world(2, bad), zipccl::error);
+}
+
+// A rank belongs to one host thread at a time: while one thread holds it in an open group,
+// another thread's operations and group_start() on it are refused and leave the group intact; a
+// group that run()'s function leaves open fails that rank and ends the world, and reset() works
+// after it; an exception thrown during world.capture() leaves no stream capturing.
+TEST_CASE("cuda_local: a rank in one thread's group is refused to another thread", "[gpu][cuda_local][hostile]") {
+  cuda_local_world::options opt;
+  opt.rendezvous_seconds = 30;
+  cuda_local_world world(2, opt);
+  rank_state a(64, 0), b(64, 1);
+  auto& t0 = world.rank(0);
+  const testing::watchdog guard(60, "a rank used by two threads");
+  REQUIRE(t0.group_start() == status::success);
+  REQUIRE(t0.send(0, a.out.p, 64, world.stream(0)) == status::success);
+  status other_send = status::success, other_group = status::success, other_end = status::success;
+  std::thread([&] {
+    other_send = t0.send(1, a.out.p, 64, world.stream(0));
+    other_group = t0.group_start();
+    other_end = t0.group_end();
+  }).join();
+  CHECK(other_send == status::invalid_argument);
+  CHECK(other_group == status::invalid_argument);
+  CHECK(other_end == status::invalid_argument);
+  // the group is as this thread left it: its send meets the receive added now
+  REQUIRE(t0.recv(0, a.in.p, 64, world.stream(0)) == status::success);
+  REQUIRE(t0.group_end() == status::success);
+  REQUIRE(cudaStreamSynchronize(world.stream(0)) == cudaSuccess);
+  CHECK(a.in.get(64) == pattern(0, 64));
+  CHECK(world.error_state() == status::success);
+
+  // a group left open by run()'s function: that rank fails, the other's wait ends
+  const auto got = world.run([&](cuda_local_transport& t, cudaStream_t stream) {
+    if (t.rank() == 0) return t.group_start();  // (never ended)
+    return t.recv(0, b.in.p, 64, stream);
+  });
+  CHECK(got[0] == status::invalid_argument);
+  CHECK(got[1] == status::peer_failed);
+  CHECK(world.error_state() != status::success);
+  REQUIRE_NOTHROW(world.reset());
+  REQUIRE(world.run([&](cuda_local_transport& t, cudaStream_t stream) {
+            return t.rank() == 0 ? t.send(1, a.out.p, 64, stream) : t.recv(0, b.in.p, 64, stream);
+          }) == std::vector<status>(2, status::success));
+  REQUIRE(cudaStreamSynchronize(world.stream(1)) == cudaSuccess);
+  CHECK(b.in.get(64) == pattern(0, 64));
+
+  // an exception in a capture: rethrown, nothing left capturing, the next capture works
+  cudaGraph_t graph = nullptr;
+  CHECK_THROWS_AS(world.capture(
+                      [&](cuda_local_transport& t, cudaStream_t) -> status {
+                        if (t.rank() == 1) throw std::runtime_error("a rank's function throws");
+                        return status::success;
+                      },
+                      &graph),
+                  std::runtime_error);
+  CHECK(graph == nullptr);
+  for (int r = 0; r < 2; ++r) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    REQUIRE(cudaStreamIsCapturing(world.stream(r), &cs) == cudaSuccess);
+    CHECK(cs == cudaStreamCaptureStatusNone);
+  }
+  world.reset();
+  const auto captured = world.capture(
+      [&](cuda_local_transport& t, cudaStream_t stream) {
+        return t.rank() == 0 ? t.send(1, a.out.p, 64, stream) : t.recv(0, b.in.p, 64, stream);
+      },
+      &graph);
+  CHECK(captured == std::vector<status>(2, status::success));
+  REQUIRE(graph != nullptr);
+  cudaGraphDestroy(graph);
 }
 
 // The deadline wait of the tests' stall checks (cuda::detail::wait_streams): a stream held by a

@@ -176,7 +176,7 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
     if (u == nullptr) {
       cudaEvent_t e = nullptr;
       int dev = -1;
-      if constexpr (cuda::pipeline_detail::has_device<Transport>::value) dev = t_.device();
+      if constexpr (transport::has_device_v<Transport>) dev = t_.device();
       const cuda::pipeline_detail::on_device scope(dev);
       if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess)
         return cuda::detail::fail(cudaGetLastError(), "zipccl::communicator: cudaEventCreateWithFlags");

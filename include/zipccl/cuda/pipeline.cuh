@@ -159,17 +159,13 @@ struct on_device {
   on_device(const on_device&) = delete;
   on_device& operator=(const on_device&) = delete;
 };
-template <class T, class = void>
-struct has_device : std::false_type {};
-template <class T>
-struct has_device<T, std::void_t<decltype(std::declval<const T&>().device())>> : std::is_same<decltype(std::declval<const T&>().device()), int> {};
 }  // namespace pipeline_detail
 
 template <class Transport>
 std::unique_ptr<pipeline> make_pipeline(const Transport& t, std::uint32_t slots = 1) {
   transport::check_optional_members<Transport>();
   int device = -1;
-  if constexpr (pipeline_detail::has_device<Transport>::value) device = t.device();
+  if constexpr (transport::has_device_v<Transport>) device = t.device();
   const pipeline_detail::on_device scope(device);
   if constexpr (transport::has_transfer_stream_v<Transport>) {
     const cudaStream_t x = t.transfer_stream();

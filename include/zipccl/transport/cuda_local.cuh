@@ -38,15 +38,20 @@
 // timed_out. A call returns invalid_argument for a bad peer, a null buffer with bytes, a message
 // to itself outside a group, a stream of another GPU or a default stream's handle, and a group
 // of more than max_group_ops operations; such a call has published nothing, and a group in which
-// one operation was refused is refused as a whole at group_end().
+// one operation was refused is refused as a whole at group_end(). A call that fails before it
+// publishes (those, or CUDA refusing its ready event) leaves the world as it was, as NCCL leaves
+// a communicator after a local error: its peers wait for it until the caller ends the world
+// (abort(), or run(), which does so when a rank returns an error) or the deadline passes.
 //
 // Graphs: world.capture(per_rank, &graph) runs every rank's work, in a thread each, on the
 // world's rank streams forked from one origin stream and joined back: all ranks in one CUDA
 // graph, which replays (cudaGraphLaunch on any stream) as the eager calls ran. Each rank's work
 // cannot be captured in a graph of its own: a message's copy depends on both ranks' streams.
 //
-// Limits: rank(r) is used by one host thread at a time (not checked); the world must outlive the work enqueued on it (destroy it once every
-// rank's stream has been synchronised); a group holds at most max_group_ops operations over all
+// Limits: rank(r) is used by one host thread at a time: an operation or group_start() on a rank
+// that another thread is in (an operation, an open group) returns invalid_argument. The world
+// must outlive the work enqueued on it (destroy it once every rank's stream has been
+// synchronised); a group holds at most max_group_ops operations over all
 // ranks it spans. The link model runs a link's messages one after another on its stream: a
 // simulation of a network, not a network. Across GPUs, buffers from cudaMallocAsync pools need
 // cudaMemPoolSetAccess for the peers.
@@ -54,6 +59,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -160,7 +166,12 @@ class cuda_local_transport {
   inline cuda_local_transport(cuda_local_world& w, int rank, int device, std::uint32_t max_ops);
   inline status add(bool send, int peer, void* buf, std::uint64_t bytes, cudaStream_t stream);
   inline status run_now(std::size_t first, std::size_t count);
-  inline void close_group();
+  // Leaves every rank of this thread's open group (nothing published); whether one was open.
+  static inline bool close_group();
+  // The rank's claim by one host thread (its thread_groups' address): taken by an operation
+  // outside a group for its duration, and by a group from group_start() to its outermost end.
+  enum class claim { refused, single, grouped };
+  inline claim take();
 
   cuda_local_world* world_;
   int rank_, device_;
@@ -172,6 +183,7 @@ class cuda_local_transport {
   bool in_group_ = false;
   bool refused_ = false;                 // an operation of the open group was refused
   cuda_local_transport* next_in_group_ = nullptr;
+  std::atomic<const void*> owner_{nullptr};  // the thread that uses the rank now (see take())
 };
 
 class cuda_local_world {
@@ -264,7 +276,9 @@ class cuda_local_world {
   // with the rank streams forked from an origin stream under capture (relaxed mode) and joined
   // back, the links' streams with them. *graph is the graph where every rank returned success
   // (cudaGraphInstantiate it, launch it on any stream of the world's first GPU), else nullptr.
-  // Returns the ranks' statuses; cuda_error in every entry when the capture itself failed.
+  // Returns the ranks' statuses; cuda_error in every entry when the capture itself failed. An
+  // exception from per_rank is rethrown once the capture has ended (no graph, no stream left
+  // capturing).
   template <class PerRank>
   std::vector<status> capture(PerRank&& per_rank, cudaGraph_t* graph) {
     if (graph == nullptr) return std::vector<status>(static_cast<std::size_t>(n_), status::invalid_argument);
@@ -277,7 +291,15 @@ class cuda_local_world {
     }
     bool forked = cudaEventRecord(fork_, origin_) == cudaSuccess;
     for (int r = 0; r < n_ && forked; ++r) forked = cudaStreamWaitEvent(streams_[static_cast<std::size_t>(r)], fork_, 0) == cudaSuccess;
-    if (forked) out = run_on(per_rank, streams_);
+    std::exception_ptr thrown;  // rethrown once the capture has ended
+    if (forked) {
+      try {
+        out = run_on(per_rank, streams_);
+      } catch (...) {
+        thrown = std::current_exception();
+        for (status& s : out) s = status::peer_failed;
+      }
+    }
     // join every stream of the capture back into the origin: the ranks', and the links' that took part
     bool joined = forked;
     for (int r = 0; r < n_ && forked; ++r) {
@@ -299,6 +321,7 @@ class cuda_local_world {
       (void)cuda::detail::fail(ended != cudaSuccess ? ended : cudaErrorStreamCaptureUnjoined,
                                "cuda_local_world::capture: joining the streams");
       if (g) (void)cudaGraphDestroy(g);
+      if (thrown) std::rethrow_exception(thrown);
       for (status& s : out)
         if (s == status::success) s = status::cuda_error;
       return out;
@@ -306,6 +329,7 @@ class cuda_local_world {
     for (status s : out)
       if (s != status::success) {
         (void)cudaGraphDestroy(g);
+        if (thrown) std::rethrow_exception(thrown);
         return out;
       }
     *graph = g;
@@ -316,10 +340,14 @@ class cuda_local_world {
   status error_state() const { return match_.error_state(); }
   // Ends the world: every waiting call on every rank returns peer_failed, later ones too.
   void abort(status why) { match_.abort(why); }
-  // Makes an ended world usable again. Call it once no rank is in a call (and, after an abort,
-  // once the ranks' streams are synchronised, so that no copy still reads a buffer); throws
-  // zipccl::error (invalid_argument) while a call is in progress.
+  // Makes an ended world usable again. Call it once no rank is in a call or an open group (and,
+  // after an abort, once the ranks' streams are synchronised, so that no copy still reads a
+  // buffer); throws zipccl::error (invalid_argument) otherwise. A group that a thread left open
+  // must be closed by that thread (group_end(), which then fails); run() closes those itself.
   void reset() {
+    for (const auto& t : ranks_)
+      if (t->owner_.load() != nullptr)
+        throw error(status::invalid_argument, "cuda_local_world::reset: a rank is in a call or an open group");
     if (match_.reset() != status::success)
       throw error(status::invalid_argument, "cuda_local_world::reset: a rank is still in a call");
   }
@@ -387,6 +415,8 @@ class cuda_local_world {
           thrown[i] = std::current_exception();
           out[i] = status::peer_failed;
         }
+        // a group left open published nothing, and its peers would wait for it
+        if (cuda_local_transport::close_group() && out[i] == status::success) out[i] = status::invalid_argument;
         if (out[i] != status::success) abort(out[i]);
       });
     for (std::thread& t : threads) t.join();
@@ -462,6 +492,16 @@ bool cuda_local_transport::accepts_stream(cudaStream_t stream) const {
 
 // Adds one operation to the open group, or runs it alone now.
 status cuda_local_transport::add(bool send, int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
+  // the rank first: another thread's group or call on it must not see this one's writes
+  const claim held = take();
+  if (held == claim::refused) return status::invalid_argument;
+  struct release_single {
+    cuda_local_transport* t;
+    bool single;
+    ~release_single() {
+      if (single) t->owner_.store(nullptr);
+    }
+  } const release{this, held == claim::single};
   status bad = status::success;
   if (peer < 0 || peer >= world_->n_ || (buf == nullptr && bytes != 0) || !accepts_stream(stream) ||
       (peer == rank_ && !in_group_) || (in_group_ && used_ >= halves_.size()))
@@ -525,7 +565,9 @@ status cuda_local_transport::recv(int peer, void* buf, std::uint64_t bytes, cuda
 status cuda_local_transport::group_start() {
   auto& g = cuda_local_detail::groups_of_this_thread();
   if (g.depth > 0 && g.world != world_) return status::invalid_argument;  // one world per thread's group
-  if (!in_group_) {
+  const claim held = take();
+  if (held == claim::refused) return status::invalid_argument;
+  if (held == claim::single) {  // the rank joins this thread's group
     in_group_ = true;
     used_ = 0;
     refused_ = false;
@@ -537,23 +579,36 @@ status cuda_local_transport::group_start() {
   return status::success;
 }
 
-// Leaves every rank of this thread's group.
-void cuda_local_transport::close_group() {
+bool cuda_local_transport::close_group() {
   auto& g = cuda_local_detail::groups_of_this_thread();
+  const bool open = g.depth > 0;
   for (auto* t = static_cast<cuda_local_transport*>(g.first); t != nullptr;) {
     cuda_local_transport* next = t->next_in_group_;
     t->in_group_ = false;
     t->used_ = 0;
     t->refused_ = false;
     t->next_in_group_ = nullptr;
+    t->owner_.store(nullptr);
     t = next;
   }
   g = cuda_local_detail::thread_groups{};
+  return open;
+}
+
+// single: the rank was free and is now this thread's (until the operation or group releases it);
+// grouped: it is already in this thread's open group; refused: another thread uses it.
+cuda_local_transport::claim cuda_local_transport::take() {
+  const auto& g = cuda_local_detail::groups_of_this_thread();
+  const void* me = &g;
+  const void* was = nullptr;
+  if (owner_.compare_exchange_strong(was, me)) return claim::single;
+  // (a thread's address reused after it ended with a group open is not this thread's group)
+  return was == me && in_group_ && g.depth > 0 ? claim::grouped : claim::refused;
 }
 
 status cuda_local_transport::group_end() {
   auto& g = cuda_local_detail::groups_of_this_thread();
-  if (!in_group_ || g.depth == 0 || g.world != world_) return status::invalid_argument;
+  if (owner_.load() != &g || !in_group_ || g.depth == 0 || g.world != world_) return status::invalid_argument;
   if (--g.depth > 0) return status::success;
   // the outermost end: gather the operations of every rank the group spans into this rank's list
   std::size_t total = 0;
@@ -568,7 +623,7 @@ status cuda_local_transport::group_end() {
   const bool ended = world_->error_state() != status::success;
   status s = !fits ? status::invalid_argument : ended ? status::peer_failed : status::success;
   if (s == status::success) s = run_now(0, total);
-  close_group();
+  (void)close_group();
   return s;
 }
 

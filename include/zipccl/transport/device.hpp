@@ -21,7 +21,10 @@
 //       invalid_argument. The device collectives never nest groups.
 //   status async_error();
 //       success, or the error that has ended the communicator asynchronously (a peer that failed
-//       or aborted, a size that did not match). It never waits; a caller polls it.
+//       or aborted, a size that did not match). It never waits for device work or for a peer (a
+//       caller polls it); it may wait for a call on the same communicator in progress on another
+//       thread, as NCCL allows one thread at a time on a communicator (transport::nccl releases
+//       its lock whenever one of its calls waits).
 //   void abort(status why);
 //       ends the communicator: operations still pending and later ones complete without moving
 //       new data, and async_error() reports an error, on every rank the transport can reach
@@ -129,6 +132,23 @@ template <class T>
 struct has_transfer_stream<T, std::void_t<decltype(std::declval<const T&>().transfer_stream())>>
     : std::is_same<decltype(std::declval<const T&>().transfer_stream()), cudaStream_t> {};
 template <class T, class = void>
+struct names_agree : std::false_type {};
+template <class T>
+struct names_agree<T, std::void_t<decltype(&T::agree)>> : std::true_type {};
+template <class T, class = void>
+struct names_device : std::false_type {};
+template <class T>
+struct names_device<T, std::void_t<decltype(&T::device)>> : std::true_type {};
+template <class T, class = void>
+struct names_device_error_word : std::false_type {};
+template <class T>
+struct names_device_error_word<T, std::void_t<decltype(&T::device_error_word)>> : std::true_type {};
+template <class T, class = void>
+struct has_device : std::false_type {};
+template <class T>
+struct has_device<T, std::void_t<decltype(std::declval<const T&>().device())>>
+    : std::is_same<decltype(std::declval<const T&>().device()), int> {};
+template <class T, class = void>
 struct has_accepts_stream : std::false_type {};
 template <class T>
 struct has_accepts_stream<T, std::void_t<decltype(std::declval<const T&>().accepts_stream(cudaStream_t{}))>>
@@ -139,11 +159,18 @@ template <class T>
 inline constexpr bool has_transfer_stream_v = detail::has_transfer_stream<T>::value;
 template <class T>
 inline constexpr bool has_accepts_stream_v = detail::has_accepts_stream<T>::value;
+template <class T>
+inline constexpr bool has_device_v = detail::has_device<T>::value;
 
-// A transport that names transfer_stream or accepts_stream must give them the concept's
-// signatures (const members; cudaStream_t and bool).
+// A transport that names one of the optional members must give it the concept's signature, so
+// that a member with another one is an error rather than silently unused.
 template <class T>
 constexpr void check_optional_members() {
+  static_assert(!detail::names_agree<T>::value || has_agree_v<T>,
+                "device transport: agree must be `status agree(std::uint64_t signature, int peer, cudaStream_t)`");
+  static_assert(!detail::names_device<T>::value || has_device_v<T>, "device transport: device must be `int device() const`");
+  static_assert(!detail::names_device_error_word<T>::value || has_device_error_word_v<T>,
+                "device transport: device_error_word must be `int* device_error_word()`");
   static_assert(!detail::names_transfer_stream<T>::value || has_transfer_stream_v<T>,
                 "device transport: transfer_stream must be `cudaStream_t transfer_stream() const`");
   static_assert(!detail::names_accepts_stream<T>::value || has_accepts_stream_v<T>,

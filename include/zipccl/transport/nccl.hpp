@@ -75,7 +75,8 @@ class nccl {
  public:
   struct options {
     double init_seconds = 60;  // how long the constructor awaits a non-blocking communicator's init
-    double settle_seconds = std::numeric_limits<double>::infinity();  // a non-blocking call's enqueue
+    // a non-blocking call's enqueue, and the checked mode's wait for its agreement
+    double settle_seconds = std::numeric_limits<double>::infinity();
     bool checked = false;      // agree() checks each new call signature with an all-reduce
   };
 
@@ -156,7 +157,10 @@ class nccl {
     }
     return s;
   }
-  // (Waits only for an abort() in progress on another thread: the communicator may be going.)
+  // Waits only for a call of another thread on this wrapper (NCCL allows one thread at a time on a
+  // communicator) and for an abort() in progress. The wrapper lets its lock go whenever it polls
+  // (a non-blocking call, the checked mode's agreement); a blocking communicator's call that
+  // blocks inside NCCL holds it.
   status async_error() {
     const std::lock_guard<std::mutex> lock(s_->mutex);
     if (s_->aborted.load()) return status::peer_failed;
@@ -185,7 +189,9 @@ class nccl {
   // cached, or every rank (peer >= 0: the peer, whose signature must be ~signature) passed the
   // same one; size_mismatch where they differ; invalid_argument for an uncached signature while
   // `stream` is being captured; an NCCL or CUDA error as the other calls. Waits on the host for
-  // the small all-reduce (only on a signature's first call).
+  // the small all-reduce (only on a signature's first call), at most options::settle_seconds
+  // (timed_out; the all-reduce is then still enqueued: the caller must abort), and returns
+  // peer_failed as soon as abort() is called meanwhile.
   status agree(std::uint64_t signature, int peer, cudaStream_t stream) {
     state& s = *s_;
     std::unique_lock<std::mutex> lock(s.mutex);
@@ -214,6 +220,9 @@ class nccl {
       e = settle(lock, ncclGroupEnd(), "transport::nccl: agree (ncclGroupEnd)");
       if (e == status::success && (a != ncclSuccess || b != ncclSuccess)) e = status::cuda_error;
     }
+    // the all-reduce waits for every rank on the device: poll for it with the lock let go, so that
+    // an abort() from another thread gets in, then read the words back
+    if (e == status::success) e = drain(lock, s.stream);
     if (e != status::success) return e;
     if (cudaMemcpyAsync(got, s.words + 2, sizeof got, cudaMemcpyDeviceToHost, s.stream) != cudaSuccess ||
         cudaStreamSynchronize(s.stream) != cudaSuccess)
@@ -287,6 +296,21 @@ class nccl {
       if (ncclCommGetAsyncError(s_->comm, &r) != ncclSuccess) r = ncclInternalError;
     }
     return result(r, step);
+  }
+  // Waits for the checked mode's stream, polling with the lock let go between polls; gives up at
+  // the settle deadline (timed_out) or once abort() is called (peer_failed).
+  status drain(std::unique_lock<std::mutex>& lock, cudaStream_t stream) {
+    const auto until = deadline(s_->opt.settle_seconds);
+    while (true) {
+      const cudaError_t q = cudaStreamQuery(stream);
+      if (q == cudaSuccess) return status::success;
+      if (q != cudaErrorNotReady) return cuda::detail::fail(q, "transport::nccl: agree (cudaStreamQuery)");
+      if (std::chrono::steady_clock::now() > until) return status::timed_out;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+      if (s_->aborted.load()) return status::peer_failed;
+    }
   }
   static status result(ncclResult_t r, const char* step) {
     if (r == ncclSuccess || r == ncclInProgress) return status::success;
