@@ -88,22 +88,22 @@ bool measure_codec() {
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
+  const typename C::codebook_type cb{};
+  const auto bc = coder<C, tuning>(nullptr, g, opt, cb, k, static_cast<std::uint8_t*>(staging.p),
+                                   static_cast<std::uint64_t*>(spans.p));
+  auto* w = static_cast<std::uint8_t*>(wire.p);
   float best_e = 1e30f, best_d = 1e30f;
   for (int rep = 0; rep < 3; ++rep) {
     float ms = 0;
     cudaEventRecord(a);
-    (void)encode_block<C, tuning>(nullptr, static_cast<const std::uint8_t*>(src.p), g,
-                                  static_cast<std::uint8_t*>(staging.p), static_cast<std::uint8_t*>(wire.p), false, {}, k, 1);
+    (void)bc.encode(static_cast<const std::uint8_t*>(src.p), w, 1);
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     cudaEventElapsedTime(&ms, a, b);
     best_e = ms < best_e ? ms : best_e;
     cudaEventRecord(a);
-    (void)unpack_block<C>(nullptr, static_cast<const std::uint8_t*>(wire.p), g, static_cast<std::uint8_t*>(staging.p),
-                          static_cast<std::uint64_t*>(spans.p), k, 2);
-    (void)decode_block<C, tuning, zipccl::cuda::detail::decode_mode::store>(
-        nullptr, static_cast<const std::uint8_t*>(staging.p), static_cast<const std::uint64_t*>(spans.p), g, false,
-        static_cast<std::uint8_t*>(dst.p), nullptr, nullptr, {}, k, 2);
+    (void)bc.unpack(w, 2);
+    (void)bc.decode<zipccl::cuda::detail::decode_mode::store>(static_cast<std::uint8_t*>(dst.p), nullptr, nullptr, 2);
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     cudaEventElapsedTime(&ms, a, b);

@@ -193,8 +193,8 @@ std::vector<std::vector<typename Codec::bits_type>> on_device(int which, int n, 
   return res;
 }
 
-// The device's encode_block writes the fixed-size wire byte for byte as the host reference
-// (fixed_wire::encode) at opt's spill budget, and its unpack_block and decode_block read what the
+// The device's block_coder::encode writes the fixed-size wire byte for byte as the host reference
+// (fixed_wire::encode) at opt's spill budget, and its unpack and decode read what the
 // host wrote, intact or damaged, with the host's verdict (segments of three default chunks).
 // zero_rows: most rows of 512 elements all +0.0 (zero groups; with codebook::entropy, zero masks).
 template <class Codec>
@@ -217,9 +217,12 @@ void check_fixed_wire_bytes(collective_options opt, bool zero_rows = false) {
     testing::device_buffer<T> back(count);
     const std::uint64_t none = ~0ull;
     key.put(&none, 1);
-    REQUIRE(zipccl::cuda::collective_detail::encode_block<Codec, tuning>(
-                nullptr, reinterpret_cast<const std::uint8_t*>(src.p), g, staging.p, wire.p, true, {},
-                reinterpret_cast<unsigned long long*>(key.p), 1) == status::success);
+    collective_options checked = opt;
+    checked.codec.checksum = true;
+    const typename Codec::codebook_type cb{};
+    const auto blocks = zipccl::cuda::collective_detail::coder<Codec, tuning>(
+        nullptr, g, checked, cb, reinterpret_cast<unsigned long long*>(key.p), staging.p, spans.p);
+    REQUIRE(blocks.encode(reinterpret_cast<const std::uint8_t*>(src.p), wire.p, 1) == status::success);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     REQUIRE(key.get(1)[0] == none);
     const auto dev = wire.get(g.total_bytes());
@@ -248,12 +251,9 @@ void check_fixed_wire_bytes(collective_options opt, bool zero_rows = false) {
       if (damage == 4) bytes[spill + used] = 0x01;
       wire.put(bytes.data(), bytes.size());
       key.put(&none, 1);
-      REQUIRE(zipccl::cuda::collective_detail::unpack_block<Codec>(nullptr, wire.p, g, staging.p, spans.p,
-                                                                      reinterpret_cast<unsigned long long*>(key.p),
-                                                                      2) == status::success);
-      REQUIRE(zipccl::cuda::collective_detail::decode_block<Codec, tuning, zipccl::cuda::detail::decode_mode::store>(
-                  nullptr, staging.p, spans.p, g, true, reinterpret_cast<std::uint8_t*>(back.p), nullptr, nullptr, {},
-                  reinterpret_cast<unsigned long long*>(key.p), 2) == status::success);
+      REQUIRE(blocks.unpack(wire.p, 2) == status::success);
+      REQUIRE(blocks.template decode<zipccl::cuda::detail::decode_mode::store>(reinterpret_cast<std::uint8_t*>(back.p),
+                                                                               nullptr, nullptr, 2) == status::success);
       REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
       const status got = zipccl::cuda::detail::key_status(key.get(1)[0]);
       std::vector<T> ref(count);

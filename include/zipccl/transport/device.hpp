@@ -30,7 +30,7 @@
 //       new data, and async_error() reports an error, on every rank the transport can reach
 //       (transport::cuda_local: all of them; transport::nccl: ncclCommAbort, this rank only, the
 //       others need their own watchdog, as with NCCL itself). Only the caller calls it: the
-//       device collectives never do (cuda/collective.cuh, "Errors").
+//       device collectives never do (cuda/collective/common.cuh, "Errors").
 //
 // Optional: int* device_error_word(). A device-visible int that a kernel may set (when it is 0)
 // to a status code to end the communicator from the device, with the effect of abort(). The
