@@ -2,6 +2,7 @@
 #pragma once
 
 #include "collective/all_gather.hpp"
+#include "collective/all_reduce.hpp"
 #include "collective/all_to_all.hpp"
 #include "collective/calibrate.hpp"
 #include "collective/common.hpp"
