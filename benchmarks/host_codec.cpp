@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <zipccl/collective/detail/fixed_wire.hpp>
+#include <zipccl/collective/spill_budget.hpp>
 #include <zipccl/zipccl.hpp>
 
 #include "support/test_data.hpp"

@@ -33,7 +33,6 @@
 
 #include <zipccl/collective/common.hpp>
 #include <zipccl/collective/detail/arith.hpp>
-#include <zipccl/collective/detail/fixed_wire.hpp>
 #include <zipccl/zipccl.hpp>
 #if ZIPCCL_TOOL_SUBSPACE
 #include <cmath>

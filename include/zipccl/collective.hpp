@@ -8,5 +8,6 @@
 #include "collective/common.hpp"
 #include "collective/reduce_scatter.hpp"
 #include "collective/send_recv.hpp"
+#include "collective/spill_budget.hpp"
 #include "transport/local.hpp"
 #include "transport/transport.hpp"

@@ -13,6 +13,7 @@
 
 #include <zipccl/collective.hpp>
 #include <zipccl/collective/detail/fixed_wire.hpp>
+#include <zipccl/collective/spill_budget.hpp>
 
 #include "../support/codecs.hpp"
 #include "../support/test_data.hpp"

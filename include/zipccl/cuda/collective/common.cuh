@@ -64,6 +64,7 @@
 #include <cstdint>
 
 #include "../../collective/common.hpp"
+#include "../../collective/spill_budget.hpp"
 #include "../tuning.cuh"
 #include "detail/call.cuh"
 
