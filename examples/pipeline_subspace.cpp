@@ -53,9 +53,7 @@ std::size_t vq_sub = 4, vq_rounds = 4, vq_codewords = 256, vq_slice = 64;
 
 using mat = matrix<float>;
 void gemm(bool ta, bool tb, const mat& a, const mat& b, mat* c, float beta = 0) {  // c = op(a) op(b) + beta c
-  const std::size_t m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols, n = tb ? b.rows : b.cols;
-  if (beta == 0) *c = mat(m, n);
-  detail::gemm<float>(ta, tb, m, n, k, 1.0f, a.data(), a.cols, b.data(), b.cols, beta, c->data(), n);
+  zipccl::throw_if_error(multiply(a, ta, b, tb, c, beta), "gemm");
 }
 
 // Adam on one parameter tensor.

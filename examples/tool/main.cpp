@@ -32,7 +32,6 @@
 #include <vector>
 
 #include <zipccl/collective/common.hpp>
-#include <zipccl/collective/detail/arith.hpp>
 #include <zipccl/zipccl.hpp>
 #if ZIPCCL_TOOL_SUBSPACE
 #include <cmath>
@@ -734,10 +733,10 @@ int cmd_subspace_fit(const args& a) {
   ss::matrix<float> x(n, d);
   for (std::uint64_t i = 0; i < t.count; ++i) {
     const std::uint8_t* p = t.data() + i * zipccl::dtype_size(t.type);
-    using zipccl::collective::detail::widen;
-    x.v[i] = t.type == zipccl::dtype::fp32   ? widen<zipccl::fp32>(zipccl::format::load_le<std::uint32_t>(p))
-             : t.type == zipccl::dtype::bf16 ? widen<zipccl::bf16>(zipccl::format::load_le<std::uint16_t>(p))
-                                             : widen<zipccl::fp16>(zipccl::format::load_le<std::uint16_t>(p));
+    using zipccl::to_float;
+    x.v[i] = t.type == zipccl::dtype::fp32   ? to_float<zipccl::fp32>(zipccl::format::load_le<std::uint32_t>(p))
+             : t.type == zipccl::dtype::bf16 ? to_float<zipccl::bf16>(zipccl::format::load_le<std::uint16_t>(p))
+                                             : to_float<zipccl::fp16>(zipccl::format::load_le<std::uint16_t>(p));
     if (!std::isfinite(x.v[i])) throw std::runtime_error(a.files[0] + ": element " + std::to_string(i) + " is not finite");
   }
   std::vector<std::int32_t> tok;

@@ -176,6 +176,28 @@ TEST_CASE("the backward passes match finite differences", "[subspace][host]") {
   }
 }
 
+TEST_CASE("multiply is op(a) op(b) + beta c, and refuses shapes that do not fit", "[subspace][host]") {
+  const matrix<double> a = gaussian<double>(5, 3, 11), b = gaussian<double>(4, 3, 12);
+  matrix<double> c;
+  REQUIRE(multiply(a, false, b, true, &c) == status::success);  // 5x3 * (4x3)^T
+  REQUIRE(c.rows == 5);
+  REQUIRE(c.cols == 4);
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t j = 0; j < 4; ++j) {
+      double want = 0;
+      for (std::size_t l = 0; l < 3; ++l) want += a(i, l) * b(j, l);
+      CHECK(std::abs(c(i, j) - want) < 1e-12);
+    }
+  const matrix<double> before = c;
+  REQUIRE(multiply(a, false, b, true, &c, 2.0) == status::success);  // c = a b^T + 2 c = 3 a b^T
+  for (std::size_t i = 0; i < c.v.size(); ++i) CHECK(std::abs(c.v[i] - 3 * before.v[i]) < 1e-12);
+  matrix<double> wrong(4, 4);
+  CHECK(multiply(a, false, b, false, &c) == status::invalid_argument);  // 5x3 * 4x3
+  CHECK(multiply(a, false, b, true, &wrong, 1.0) == status::invalid_argument);  // c of the wrong shape
+  CHECK(wrong.rows == 4);
+  CHECK(multiply(a, false, b, true, static_cast<matrix<double>*>(nullptr)) == status::invalid_argument);
+}
+
 TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
   const matrix<float> a = random_orthonormal<float>(16, 4, 1);
   const matrix<float> x = gaussian<float>(3, 16, 2);

@@ -38,6 +38,19 @@ struct matrix {
   T operator()(std::size_t i, std::size_t j) const { return v[i * cols + j]; }
 };
 
+// *c = op(a) op(b) + beta * (*c), op transposing where trans_a / trans_b say, through the
+// subspace codec's BLAS. With beta == 0, *c is made op(a).rows x op(b).cols first; otherwise it
+// must have that shape. invalid_argument for a null c or shapes that do not fit (c untouched).
+template <class T>
+status multiply(const matrix<T>& a, bool trans_a, const matrix<T>& b, bool trans_b, matrix<T>* c, T beta = T(0)) {
+  const std::size_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
+  const std::size_t kb = trans_b ? b.cols : b.rows, n = trans_b ? b.rows : b.cols;
+  if (c == nullptr || k != kb || (beta != T(0) && (c->rows != m || c->cols != n))) return status::invalid_argument;
+  if (beta == T(0)) *c = matrix<T>(m, n);
+  detail::gemm<T>(trans_a, trans_b, m, n, k, T(1), a.data(), a.cols, b.data(), b.cols, beta, c->data(), n);
+  return status::success;
+}
+
 template <class T>
 T frobenius(const matrix<T>& a) {
   double s = 0;
