@@ -24,7 +24,7 @@
 #        CUDA_MODULE_LOADING=LAZY, CUDA_DEVICE_MAX_CONNECTIONS=1, CUDA_LAUNCH_BLOCKING=1 and
 #        compute-sanitizer (memcheck, racecheck, synccheck), where a transport whose kernels wait
 #        for each other would stall; the examples, and the collectives' and the subspace codec's
-#        benchmarks;
+#        benchmarks; last, the collectives' [large] cases (64 MiB per rank);
 #    10. the host AVX-512 tests where this CPU has AVX-512.
 #
 # GPU_CHECK_BUDGET: seconds for the whole script (default 360). Every step is cut at what the budget
@@ -309,7 +309,7 @@ ok9 test_nccl && run_bin test_nccl 60 "$b9/test_nccl"
 local_passed=0
 if ok9 test_cuda_local && run_bin test_cuda_local 120 "$b9/test_cuda_local"; then local_passed=1; fi
 for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
-  ok9 "$t" && run_bin "$t" 150 "$b9/$t"
+  ok9 "$t" && run_bin "$t" 150 "$b9/$t" "~[large]"
 done
 # the [hostile] cases under each setting that serialises streams or kernels: host submission
 # order must be a valid order of all device work (docs/design.md, "The device transport")
@@ -340,6 +340,11 @@ if ok9 bench_cuda_subspace && have 60; then
     --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$logs/bench_subspace.log" 2>&1
   note "bench_subspace|$(outcome $?)|bench_subspace.json"
 fi
+# 64 MiB per rank for every collective, codec and rank count: after the benchmarks, as the cases
+# least likely to find what the small ones did not
+for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
+  ok9 "$t" && have 90 && run_bin "$t-large" 240 "$b9/$t" "[large]" --durations yes
+done
 
 # 10. the host AVX-512 paths against the reference, where this CPU has them
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')

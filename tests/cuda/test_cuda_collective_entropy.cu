@@ -1,9 +1,10 @@
 // The device collectives (gpu) with codebook::entropy, whose chunks travel on the fixed-size wire
 // with only their header and zero-mask room in place and the rANS body in the spill area: the
 // device writes that wire byte for byte as the host reference and reads it alike (intact and
-// damaged), every collective is bit-identical to the host collectives and the plain device path,
-// and a budget too small for the bodies is wire_overflow on both ends. A translation unit of its
-// own, so that nvcc builds it beside the other collective tests.
+// damaged), every collective is bit-identical to the host collectives and the plain device path
+// (sizes up to 64 MiB per rank: [large]), and a budget too small for the bodies is wire_overflow
+// on both ends. A translation unit of its own, so that nvcc builds it beside the other collective
+// tests.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -38,6 +39,13 @@ TEMPLATE_LIST_TEST_CASE("entropy: device collectives equal the host collectives 
   CHECK(every_collective_differences<TestType>(opt) == "");
 }
 
+TEMPLATE_LIST_TEST_CASE("entropy, 64 MiB per rank: device collectives equal the host collectives",
+                        "[gpu][cuda_collective][rans][large]", entropy_codecs) {
+  collective_options opt;
+  opt.device_wire.spill_permille = roomy;
+  CHECK(every_collective_differences_64mib<TestType>(opt) == "");
+}
+
 TEST_CASE("entropy at the default spill budget is wire_overflow on every rank, never a wrong value",
           "[gpu][cuda_collective][rans]") {
   using C = codec<bf16, codebook::entropy>;
@@ -45,7 +53,7 @@ TEST_CASE("entropy at the default spill budget is wire_overflow on every rank, n
   for (bool pipelined : {false, true}) {
     INFO("pipelined " << pipelined);
     ranks_on_gpu g(2);
-    cuda_local_world world(2);
+    cuda_local_world world(2, world_options());
     (void)on_device<C, strategy::always>(2, 2, 40000, op::sum, opt, g, world, pipelined);
     for (int r = 0; r < 2; ++r) CHECK(g.statuses[r] == status::wire_overflow);
   }

@@ -1,19 +1,22 @@
 // The device collectives (gpu) on transport::cuda_local, every rank on one GPU with a host thread
 // of its own (world.run; world.capture for graphs), on one stream and pipelined (cuda::pipeline:
 // codec and transfers on two streams): results bit-identical to the host collectives and to the
-// plain device path, for 1..8 ranks and sizes 0, 1, odd, segment boundaries and 64 MiB;
-// all_to_all with variable counts; a compressed all_reduce of every rank captured in one CUDA
-// graph and replayed 100 times; a corrupt segment, mismatched counts and a segment over its wire budget give an
-// error on every rank, never a hang; send / recv; bad arguments.
+// plain device path, for 1..8 ranks and sizes 0, 1, odd, segment boundaries and 64 MiB
+// ([large]); all_to_all with variable counts; a compressed all_reduce of every rank captured in
+// one CUDA graph and replayed 100 times; a corrupt segment, mismatched counts, an abort from
+// another thread and a segment over its wire budget give an error on every rank, never a hang;
+// send / recv; bad arguments.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -107,7 +110,7 @@ TEST_CASE("one segment per block (segment_elems 0) and the adaptive strategy on 
   collective_options opt;
   opt.pipeline.segment_elems = 0;  // the device caps it
   ranks_on_gpu g(4);
-  cuda_local_world world(4);
+  cuda_local_world world(4, world_options());
   g.attach(world);
   const auto want = host_reference<C>(2, 4, 300000, op::sum);
   const auto a = on_device<C, strategy::always>(2, 4, 300000, op::sum, opt, g, world);
@@ -123,20 +126,9 @@ TEST_CASE("one segment per block (segment_elems 0) and the adaptive strategy on 
   }
 }
 
-TEST_CASE("a 64 MiB compressed all_reduce on 8 ranks equals the host's, on one stream and pipelined",
-          "[gpu][cuda_collective]") {
-  using C = codec<bf16, codebook::analytic_gaussian>;
-  using T = C::bits_type;
-  const int n = 8;
-  const std::uint64_t count = 32ull << 20;  // 64 MiB of bf16 per rank
-  ranks_on_gpu g(n);
-  cuda_local_world world(n);
-  g.attach(world);
-  const auto want = host_reference<C>(2, n, count, op::sum);
-  const auto got = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world);
-  CHECK(differences<T>(g, want, {{"one stream", &got}}) == "");
-  const auto piped = on_device<C, strategy::always>(2, n, count, op::sum, collective_options{}, g, world, true);
-  CHECK(differences<T>(g, want, {{"pipelined", &piped}}) == "");
+TEMPLATE_LIST_TEST_CASE("64 MiB per rank: every collective equals the host's, on one stream and pipelined",
+                        "[gpu][cuda_collective][large]", device_codecs) {
+  CHECK(every_collective_differences_64mib<TestType>(collective_options{}) == "");
 }
 
 TEST_CASE("a compressed all_reduce captured in CUDA graphs replays 100 times with identical results",
@@ -147,7 +139,7 @@ TEST_CASE("a compressed all_reduce captured in CUDA graphs replays 100 times wit
   const std::uint64_t count = 100000;
   collective_options opt;
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   g.attach(world);
   const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
@@ -198,7 +190,7 @@ TEST_CASE("a corrupt segment is an error on every rank, never a hang", "[gpu][cu
   collective_options opt;
   opt.codec.checksum = true;
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   g.attach(world);
   const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, opt);
   g.workspace(ws_bytes);
@@ -227,6 +219,56 @@ TEST_CASE("a corrupt segment is an error on every rank, never a hang", "[gpu][cu
   CHECK(g.statuses[3] == status::checksum_mismatch);  // rank 2's successor decodes the damage first
 }
 
+// Ranks 0-2 wait in their calls for rank 3, which comes only once another thread has ended the
+// world: every rank's call returns peer_failed and writes it to its status word (rank 3's too: it
+// begins on an ended world), and every stream drains.
+TEST_CASE("an abort from another thread while ranks wait in a collective is an error on every rank",
+          "[gpu][cuda_collective][hostile]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 4;
+  const std::uint64_t count = 50000;
+  const bool pipelined = GENERATE(false, true);
+  INFO((pipelined ? "pipelined" : "one stream"));
+  ranks_on_gpu g(n);
+  cuda_local_world world(n, world_options());
+  g.attach(world);
+  const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n);
+  g.workspace(ws_bytes);
+  std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
+  for (int r = 0; r < n; ++r) {
+    const auto v = input_of<C>(count, r);
+    in.emplace_back(new testing::device_buffer<T>(count));
+    in.back()->put(v.data(), count);
+    out.emplace_back(new testing::device_buffer<T>(count));
+  }
+  const auto on = g.all_lanes(pipelined, 8);
+  const testing::watchdog guard(60, "an abort while ranks wait in all_reduce");
+  std::atomic<int> calling{0};
+  std::thread aborter([&] {
+    while (calling < n - 1) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (they are in their rendezvous by now, or soon)
+    world.abort(status::invalid_argument);
+  });
+  const auto st = on_every_rank(world, [&](int r) {
+    if (r == n - 1) {
+      while (world.error_state() == status::success) std::this_thread::yield();
+    } else {
+      ++calling;
+    }
+    return zipccl::cuda::all_reduce<C>(in[r]->p, out[r]->p, count, op::sum, world.rank(r), g.ws[r]->p, ws_bytes,
+                                       &g.statuses[r], on[r]);
+  });
+  aborter.join();
+  REQUIRE(g.finish());
+  for (int r = 0; r < n; ++r) {
+    INFO("rank " << r);
+    CHECK(st[r] == status::peer_failed);
+    CHECK(g.statuses[r] == status::peer_failed);
+  }
+  CHECK(world.error_state() == status::invalid_argument);
+}
+
 TEST_CASE("a count that differs on one rank is size_mismatch on every rank, never a hang",
           "[gpu][cuda_collective][hostile]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
@@ -237,7 +279,7 @@ TEST_CASE("a count that differs on one rank is size_mismatch on every rank, neve
   for (int which = 0; which < 3; ++which) {
     INFO(name_of(which));
     ranks_on_gpu g(n);
-    cuda_local_world world(n);
+    cuda_local_world world(n, world_options());
     g.attach(world);
     collective_options opt;
     opt.pipeline.segment_elems = 16384;
@@ -280,7 +322,7 @@ TEST_CASE("a segment over its wire budget is wire_overflow, never a wrong value"
   const int n = 3;
   const std::uint64_t count = 40000;
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   g.attach(world);
   collective_options opt;
   const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(count, n, opt);
@@ -388,7 +430,7 @@ TEMPLATE_LIST_TEST_CASE("device all_to_all with variable counts equals the host'
   for (int n : {1, 2, 3, 4, 8}) {
     INFO(n << " ranks");
     ranks_on_gpu g(n);
-    cuda_local_world world(n);
+    cuda_local_world world(n, world_options());
     g.attach(world);
     const auto want = a2a_reference<TestType>(n);
     for (const bool pipelined : {false, true}) {
@@ -414,7 +456,7 @@ TEST_CASE("a device all_to_all whose counts differ between a pair is size_mismat
   const bool pipelined = GENERATE(false, true);
   INFO((pipelined ? "pipelined" : "one stream"));
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   g.attach(world);
   collective_options opt;
   std::vector<std::uint64_t> counts(n, 5000), displs(n);
@@ -446,7 +488,7 @@ TEST_CASE("pipelined lanes with too few segment slots are refused before anythin
           "[gpu][cuda_collective]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
   ranks_on_gpu g(2);
-  cuda_local_world world(2);
+  cuda_local_world world(2, world_options());
   g.attach(world);
   collective_options opt;
   opt.pipeline.segment_elems = 8192;
@@ -486,7 +528,7 @@ TEST_CASE("a one-stream all_gather and all_reduce run in exactly their one-strea
   collective_options opt;
   opt.pipeline.segment_elems = 16384;
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   g.attach(world);
   for (int which : {0, 2}) {
     INFO(name_of(which));
@@ -532,7 +574,7 @@ TEMPLATE_LIST_TEST_CASE("ranks on one stream and ranks pipelined run one collect
       INFO(name_of(which) << ", " << n << " ranks");
       const std::uint64_t count = 3 * 16384 + 1;
       ranks_on_gpu g(n);
-      cuda_local_world world(n);
+      cuda_local_world world(n, world_options());
       const auto want = host_reference<TestType>(which, n, count, op::sum);
       const auto got = on_device<TestType, strategy::always>(which, n, count, op::sum, opt, g, world, false, true);
       CHECK(differences<typename TestType::bits_type>(g, want, {{"mixed", &got}}) == "");
@@ -548,7 +590,7 @@ TEST_CASE("communicators over cuda_local pipeline their calls on streams of the 
   using comm_t = communicator<C, strategy::always, cuda_local_transport>;
   const int n = 16;  // more ranks than the GPU has hardware queues by default: no rule about queues
   const std::uint64_t count = 20000;
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   std::vector<std::unique_ptr<comm_t>> comms;
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out;
   for (int r = 0; r < n; ++r) {
@@ -582,7 +624,7 @@ TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a misma
   for (std::uint64_t count : {0ull, 1ull, 100001ull}) {
     INFO("count " << count);
     ranks_on_gpu g(2);
-    cuda_local_world world(2);
+    cuda_local_world world(2, world_options());
     g.attach(world);
     const std::uint64_t ws_bytes = zipccl::cuda::send_recv_workspace<TestType>(count + 1, opt);
     g.workspace(ws_bytes);
@@ -618,7 +660,7 @@ TEMPLATE_LIST_TEST_CASE("device send and recv carry a tensor, and report a misma
 TEST_CASE("device collectives refuse bad arguments and leave the transport as it was", "[gpu][cuda_collective]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
   ranks_on_gpu g(2);
-  cuda_local_world world(2);
+  cuda_local_world world(2, world_options());
   g.attach(world);
   collective_options opt;
   const std::uint64_t ws_bytes = zipccl::cuda::all_gather_workspace<C>(1000, 2, opt);
@@ -657,7 +699,7 @@ TEST_CASE("a device communicator grows its workspace, reports through result(), 
   const int n = 3;
   const std::uint64_t count = 70000;
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   g.attach(world);
   using comm_t = communicator<C, strategy::always, cuda_local_transport>;
   std::vector<std::unique_ptr<comm_t>> comms;
@@ -698,7 +740,7 @@ TEST_CASE("a device communicator frees a grown workspace only after every stream
   const std::uint64_t small = 5000, big = 300000;
   // a slow link: the first call, on stream a, is still moving data when the second, on stream b,
   // grows the workspace (compute-sanitizer's memcheck sees a use after free, were it one)
-  cuda_local_world world(n, transport::link_model{2e9, 20e-6});
+  cuda_local_world world(n, world_options(transport::link_model{2e9, 20e-6}));
   std::vector<std::unique_ptr<comm_t>> comms;
   std::vector<cudaStream_t> a(n), b(n);
   std::vector<std::unique_ptr<testing::device_buffer<T>>> in, out1, out2;
@@ -748,7 +790,7 @@ TEST_CASE("once a device communicator's call is captured in a graph, its workspa
           "[gpu][cuda_collective][communicator]") {
   using C = codec<bf16, codebook::analytic_gaussian>;
   using T = C::bits_type;
-  cuda_local_world solo(1);  // (one rank: the calls move no messages)
+  cuda_local_world solo(1, world_options());  // (one rank: the calls move no messages)
   communicator<C, strategy::always, cuda_local_transport> comm(solo.rank(0));
   const std::uint64_t big = 100000;
   testing::device_buffer<T> in(big), out(big);

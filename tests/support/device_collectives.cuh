@@ -27,6 +27,15 @@ namespace zipccl::testing::device_collectives {
 using transport::cuda_local_transport;
 using transport::cuda_local_world;
 
+// The tests' worlds: a rendezvous deadline, so that a call whose peer never comes fails the test
+// with timed_out instead of hanging it (the watchdogs catch what waits on the device).
+inline cuda_local_world::options world_options(transport::link_model link = {}) {
+  cuda_local_world::options o;
+  o.link = link;
+  o.rendezvous_seconds = 120;
+  return o;
+}
+
 // Every rank's stream, pipeline (events, on its world's transfer stream), status word and workspace.
 struct ranks_on_gpu {
   int n;
@@ -108,10 +117,19 @@ std::vector<status> on_every_rank(cuda_local_world& world, Call&& call) {
   return world.run([&](cuda_local_transport& t, cudaStream_t) { return call(t.rank()); });
 }
 
+// Rank r's input: Gaussian at a scale of its own; past 2^20 elements one Gaussian tile of 2^20
+// repeated (drawing 64 MiB per rank would cost the test more than the collective).
 template <class Codec>
 std::vector<typename Codec::bits_type> input_of(std::uint64_t n, int r) {
-  return testing::make_tensor<typename Codec::element_type>(n, 0.01 * (1 + r), testing::distribution::gaussian,
-                                                            1000 + static_cast<std::uint64_t>(r));
+  constexpr std::uint64_t tile = 1ull << 20;
+  auto v = testing::make_tensor<typename Codec::element_type>(n < tile ? n : tile, 0.01 * (1 + r),
+                                                              testing::distribution::gaussian,
+                                                              1000 + static_cast<std::uint64_t>(r));
+  if (n > tile) {
+    v.resize(n);
+    for (std::uint64_t i = tile; i < n; ++i) v[i] = v[i - tile];
+  }
+  return v;
 }
 
 // The host collectives' answer (plain ring on transport::local): what every device path must give.
@@ -292,7 +310,7 @@ std::string check_every_path(int which, int n, std::uint64_t count, op reduction
                              bool plain_pipelined = false) {
   using T = typename Codec::bits_type;
   ranks_on_gpu g(n);
-  cuda_local_world world(n);
+  cuda_local_world world(n, world_options());
   const auto want = host_reference<Codec>(which, n, count, reduction);
   const auto packed = on_device<Codec, strategy::always>(which, n, count, reduction, opt, g, world);
   if (auto d = differences<T>(g, want, {{"compressed", &packed}}); !d.empty()) return d;
@@ -318,6 +336,24 @@ std::string every_collective_differences(collective_options opt) {
           failures += std::string(name_of(which)) + ", " + std::to_string(n) + " ranks, count " +
                       std::to_string(count) + ": " + d + "\n";
       }
+    }
+  }
+  return failures;
+}
+
+// check_every_path for every collective on 1, 2, 3, 4 and 8 ranks with 64 MiB of input per rank
+// (reduce_scatter: its sendbuff): "" when all pass, else each failure on a line of its own.
+template <class Codec>
+std::string every_collective_differences_64mib(const collective_options& opt) {
+  const std::uint64_t elems = (64ull << 20) / sizeof(typename Codec::bits_type);
+  std::string failures;
+  for (int n : {1, 2, 3, 4, 8}) {
+    for (int which = 0; which < 3; ++which) {
+      const std::uint64_t count = which == 1 ? elems / static_cast<std::uint64_t>(n) : elems;
+      const std::string d = check_every_path<Codec>(which, n, count, op::sum, opt, n == 8);
+      if (!d.empty())
+        failures += std::string(name_of(which)) + ", " + std::to_string(n) + " ranks, count " + std::to_string(count) +
+                    ": " + d + "\n";
     }
   }
   return failures;
