@@ -6,7 +6,9 @@
 #   core: issue 13's device figures, and the rANS decoder by warps, which has never run on a GPU
 #     1. the device binaries: prebuilt by --prepare on the development machine (.gpu-prebuilt,
 #        used where its stamp matches this tree's sources and the GPU's architecture and the
-#        binaries load here), else built here, the codec's test and benchmark first;
+#        binaries load here), else built here, the codec's test and benchmark first; then the
+#        bf16 rows of every policy (3-bit and entropy, compress and decompress, 4 and 256 MiB)
+#        beside the device-to-device copy (bench_first.json), before any test;
 #     2. test_cuda_codec with the decoder by warps off (ZIPCCL_TEST_RANS_WARPS=0: those cases
 #        decode by blocks instead), so that a fault in that kernel, which ends the process's CUDA
 #        context, cannot hide the other results;
@@ -229,6 +231,9 @@ bench() {  # bench NAME CAP FILTER: bench_cuda_codec's rows matching FILTER into
   [ $rc = 0 ] || tail -5 "$logs/$name.log"
 }
 
+# first of all, before any test: the figures no run has had yet, every bf16 policy's compress and
+# decompress at 4 and 256 MiB beside the copy of the same bytes (a fault here costs only this step)
+bench bench_first 150 '^(copy/(4|256)/|bf16/(analytic|histogram|fixed|entropy)/(compress|decompress)/(4|256)/)'
 codec_tests codec-tests-blocks 0 170
 bench bench_entropy 120 '^(copy/(4|256)/|(bf16|fp16|fp32)/entropy/(compress|decompress)(_threads(64|128))?/)'
 codec_tests codec-tests-warps 1 120 '[rans],[rans-warps],[tuning]'
