@@ -105,8 +105,8 @@ void bm_codec(benchmark::State& state) {
 
 // A gradient bucket: one large tensor (state.range(0) MiB) among 1,000 tensors of 4 KiB, through
 // compress_batch / decompress_batch in one call each. `TBps` counts all the bucket's bytes;
-// compare with bf16/histogram at the large tensor's size alone (before the chunks of a batch were
-// spread over the grid, the large tensor got ceil(8 * SMs / 1001) blocks).
+// compare with bf16/histogram at the large tensor's size alone (a batch spreads its chunks, not
+// its tensors, over the grid).
 template <bool Decompress>
 void bm_bucket(benchmark::State& state) {
   using Codec = zipccl::codec<zipccl::bf16, zipccl::codebook::histogram>;
@@ -204,8 +204,8 @@ int main(int argc, char** argv) {
   register_codec<codec<fp16, codebook::entropy>>("fp16/entropy", one);
   register_codec<codec<fp32, codebook::entropy>>("fp32/entropy", one);
   // The rANS decoder's block size: one warp of each block decodes a chunk, so smaller blocks put
-  // more decoding warps on an SM (at 256 threads, 57 registers a thread allow 4 blocks an SM on
-  // sm_90: PERFORMANCE.md, "Device executor")
+  // more decoding warps on an SM, whose registers bound the blocks it holds (PERFORMANCE.md,
+  // "Device executor")
   for (long mib : {4L, 256L}) {
     benchmark::RegisterBenchmark("bf16/entropy/decompress_threads64",
                                  bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<64, 32>>)

@@ -7,8 +7,8 @@
 // the transport); `speedup` = the plain benchmark's time / this one's (set on the compressed rows,
 // from the plain row with the same op, data and link, measured just before). The adaptive rows
 // calibrate the cost model on the simulated links first (untimed) and report the path it predicts
-// (`predicted_compress`, 1 = compressed). On this 2-core VM the
-// 4 rank threads share 2 cores, so coding runs at about half speed: the speedups are conservative.
+// (`predicted_compress`, 1 = compressed). The 4 rank threads share the machine's cores: on fewer
+// than 4, coding runs slower than on 4 cores of its own, so the speedups are conservative.
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -221,7 +221,7 @@ assert r.returncode == 1 and b'corrupt stream' in r.stderr, r
 assert secs < 1.0, secs
 assert peak_kib < 100 * 1024, peak_kib
 PY
-  # 2. (session 7) a stream whose header and directory are valid but whose chunks are garbage,
+  # 2. a stream whose header and directory are valid but whose chunks are garbage,
   #    claiming 8 chunks of 2^24 fp32 (512 MiB of output) in 262 KiB: corrupt at the first chunk,
   #    in far less memory than the claim (the output buffer is not zero-filled before decoding)
   "$py" - <<'PY'

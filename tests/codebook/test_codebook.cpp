@@ -228,7 +228,7 @@ TEST_CASE("rANS sampled counts follow the format's rule", "[host][codebook][rans
   CHECK(f[200] == 1);
 }
 
-// The format's rule for an excess of frequency as it was first written: one at a time from the
+// The format's rule for an excess of frequency, step by step: one at a time from the
 // largest frequency, ties to the smaller symbol. rans::normalize finds the same table by a level.
 static void take_excess_one_by_one(std::uint32_t* freq) {
   std::uint64_t sum = 0;

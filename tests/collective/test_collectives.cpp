@@ -560,7 +560,8 @@ std::vector<status> run_counts(which c, const std::vector<std::uint64_t>& counts
 
 TEST_CASE("a count that differs on one rank is an error on every rank, before any data moves",
           "[collective][host]") {
-  // all_reduce used to compare only ceil(count / ranks): {3000, 2999, 3000} all returned success
+  // all_reduce compares the counts themselves, not only ceil(count / ranks), which is the same on
+  // every rank of {3000, 2999, 3000}
   std::vector<std::vector<std::uint64_t>> cases = {{3000, 2999, 3000}, {4096, 4096 + 1}, {0, 10}, {2048, 4096, 2048}};
   std::vector<std::uint64_t> sixteen(16, 20000);
   sixteen[9] = 19990;
@@ -629,7 +630,8 @@ TEST_CASE("ranks that mix codebook::entropy with a 3-bit policy get size_mismatc
 TEST_CASE("send and recv with different counts: both ends get size_mismatch at once", "[collective][host]") {
   using C = codec<bf16, codebook::histogram>;
   const auto data = input<C>(0, 10);
-  // {send count, recv count}: 0 against 10 used to succeed on the sender and time out on the receiver
+  // {send count, recv count}: 0 against 10 fails on the sender too, rather than succeeding while
+  // the receiver times out
   for (auto counts : {std::pair<std::uint64_t, std::uint64_t>{0, 10}, {10, 0}, {10, 9}, {5000, 5001}})
     for (int path = 0; path < 3; ++path) {
       local_world world(2, {}, test_timeout);

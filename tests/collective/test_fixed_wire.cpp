@@ -46,7 +46,7 @@ TEMPLATE_LIST_TEST_CASE("fixed-size segments round-trip bit for bit", "[collecti
   using T = typename TestType::bits_type;
   using F = fixed_wire<TestType>;
   // codebook::entropy's spill holds its rANS bodies: a tight budget is a little over what they
-  // need (fp16 in 1024-element chunks saves only about 3% after each chunk's table and states)
+  // need (fp16 in 1024-element chunks saves little after each chunk's table and states)
   constexpr bool rans = wire<TestType>::rans;
   constexpr bool rans16 = rans && std::is_same_v<typename TestType::element_type, fp16>;
   constexpr std::uint32_t tight = !rans ? 40u : rans16 ? 2030u : 950u * sizeof(T);

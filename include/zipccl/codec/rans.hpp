@@ -63,8 +63,7 @@ struct zero_symbols {
 // log2(64) + 1 bits of symbol against the 8 bits (fp32: 24) of rest it no longer carries, and at
 // least 64 of them pay for the two table entries (up to 16 bytes) and the padding. With fewer, the
 // zeros' own symbols (fp16: 0x00 and 0x80, shared with the subnormals) can cost less than the
-// rare zero symbols: two fp16 Adam chunks of ../shared/data with 41-43 zeros among 9,000
-// subnormals came out 16 bytes larger with zero symbols.
+// rare zero symbols.
 inline constexpr std::uint64_t min_zero_elems = 64;
 inline constexpr std::uint64_t zero_share_den = 64;
 
@@ -80,10 +79,9 @@ ZIPCCL_HOST_DEVICE constexpr bool zeros_pay(std::uint64_t z, std::uint64_t b) {
 // 1, so every symbol of the body keeps a frequency. 0x00 and 0x80, the symbols of +0.0 and -0.0
 // and of the subnormals, are counted in full, as choose_zero_symbols takes the zeros out of them.
 // fp16's symbols (its elements' high bytes) fill no byte-compare window of fourteen or sixteen to
-// be counted in (bf16 and fp32 do: host/detail/avx*_rans.hpp's count_symbols), and a full
-// histogram was a third of the host's fp16 compression; on ../shared/data the sample costs
-// 0.006-0.020% of the tool's ratio (PERFORMANCE.md, "fp16's sampled counts"). bf16, fp32 and
-// smaller bodies count every element.
+// be counted in (bf16 and fp32 do: host/detail/avx*_rans.hpp's count_symbols): a full histogram
+// is a large share of the host's fp16 compression, and the sample costs little of the ratio
+// (PERFORMANCE.md, "fp16's sampled counts"). bf16, fp32 and smaller bodies count every element.
 inline constexpr std::uint64_t sample_min_elems = 32768;
 inline constexpr std::uint64_t sample_every = 5;
 

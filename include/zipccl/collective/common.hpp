@@ -127,12 +127,11 @@ struct pipeline_options {
 // The fixed-size wire of the device collectives (detail/fixed_wire.hpp, docs/FORMAT.md): a
 // segment of m elements travels as one message with room for ceil(m * spill_permille / 1000)
 // bytes of escapes (and of the rest of chunks that fall back to stored). A segment whose escapes
-// exceed it fails with status::wire_overflow on every rank. 40 (about 1.3% of the bf16 ratio)
-// fits Gaussian-like tensors with the 3-bit policies. codebook::entropy keeps only each chunk's
-// header and zero-mask room in place, so its spill holds the whole rANS body: about 1,340 for
-// Gaussian bf16, 1,730 for fp16 and 3,340 for fp32 (and far less for row-sparse gradients).
-// spill_permille_for() measures what a sample needs. The host collectives send a segment's tails
-// in a message of their own and ignore it.
+// exceed it fails with status::wire_overflow on every rank. 40 fits Gaussian-like tensors with
+// the 3-bit policies at a small cost in ratio. codebook::entropy keeps only each chunk's header
+// and zero-mask room in place, so its spill holds the whole rANS body and needs far more (and far
+// less for row-sparse gradients). spill_permille_for() measures what a sample needs. The host
+// collectives send a segment's tails in a message of their own and ignore it.
 struct fixed_wire_options {
   std::uint32_t spill_permille = 40;  // 0 .. 4000
 };

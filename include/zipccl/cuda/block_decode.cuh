@@ -15,33 +15,11 @@
 // bad chunk gives the same status on either executor), then every code, escape and padding bit
 // while decoding. Accesses stay inside [chunk, chunk + span).
 //
-// Where a chunk is: chunk c of a stream starts at format::directory_entry(stream, c) and ends at
-// format::chunk_end(stream, header, c); it holds format::chunk_elements(header.count,
-// header.chunk_elems, c) elements; `seal` is format::reader_seal(header, c) (the header's
-// flag_checksum, and in a version 4 stream the chunk's place code). Validate the stream
-// header and directory first (cuda::decompress does it in its own kernel; a caller that decodes
-// chunks by hand uses format::read_header on the host or in a kernel), and once every chunk has
-// passed, the chunks' digest (format::check_digest), which cuda::decompress and the host check
-// last.
-//
 // decode_runs() hands each thread runs of up to 8 consecutive elements (raw bit patterns). Runs go
 // to threads in a fixed order: run k of the chunk (elements 8k .. 8k + 7) to thread k % Threads,
 // so two chunks of the same size decoded one after the other give every thread the same element
 // indices. When the status is not success, some runs may already have been handed out: treat
 // them as garbage. One block, any Threads that is a multiple of 32 (64..1024).
-//
-// rANS chunks (codebook::entropy) need Entropy = true: the chunk's 32 coding lanes are the 32
-// lanes of the block's first warp, which walks the groups in order (a slot-table lookup in shared
-// memory per step, the words of the lanes that renormalise taken in lane order with one ballot)
-// and stages each pass's Threads x 8 elements in shared memory, from where every thread takes its
-// runs. That adds 16 KiB of shared memory for the slot table and 8 x Threads elements for the
-// staging to the TempStorage (block_decode_takes_rans says whether a configuration stays within
-// the 48 KiB of static shared memory). With Entropy = false (the default) a rANS chunk gives
-// status::unsupported_mode after the host's checks of its header, mask, check value, padding,
-// table and states (one warp checks the table: detail::warp_table_ok). cuda::decompress decodes
-// rANS with this class wherever block_decode_takes_rans holds, or, with tuning<..., RansWarps > 0>,
-// one chunk per warp in a kernel of its own (detail/warp_rans.cuh) after this class built without
-// rANS has checked the chunk.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -66,6 +44,27 @@ inline constexpr bool block_decode_takes_rans =
     16384 + 8ull * Threads * (sizeof(typename E::bits_type) + 1 + 2 + (sizeof(typename E::bits_type) == 4 ? 2 : 0)) <=
     40960;
 
+// Where a chunk is: chunk c of a stream starts at format::directory_entry(stream, c) and ends at
+// format::chunk_end(stream, header, c); it holds format::chunk_elements(header.count,
+// header.chunk_elems, c) elements; `seal` is format::reader_seal(header, c) (the header's
+// flag_checksum, and in a version 4 stream the chunk's place code). Validate the stream
+// header and directory first (cuda::decompress does it in its own kernel; a caller that decodes
+// chunks by hand uses format::read_header on the host or in a kernel), and once every chunk has
+// passed, the chunks' digest (format::check_digest), which cuda::decompress and the host check
+// last.
+//
+// rANS chunks (codebook::entropy) need Entropy = true: the chunk's 32 coding lanes are the 32
+// lanes of the block's first warp, which walks the groups in order (a slot-table lookup in shared
+// memory per step, the words of the lanes that renormalise taken in lane order with one ballot)
+// and stages each pass's Threads x 8 elements in shared memory, from where every thread takes its
+// runs. That adds 16 KiB of shared memory for the slot table and 8 x Threads elements for the
+// staging to the TempStorage (block_decode_takes_rans says whether a configuration stays within
+// the 48 KiB of static shared memory). With Entropy = false (the default) a rANS chunk gives
+// status::unsupported_mode after the host's checks of its header, mask, check value, padding,
+// table and states (one warp checks the table: detail::warp_table_ok). cuda::decompress decodes
+// rANS with this class wherever block_decode_takes_rans holds, or, with tuning<..., RansWarps > 0>,
+// one chunk per warp in a kernel of its own (detail/warp_rans.cuh) after this class built without
+// rANS has checked the chunk.
 template <class E, int Threads, bool Entropy = false>
 class block_decode {
   static_assert(is_element_v<E>, "block_decode: E must be zipccl::bf16, fp16 or fp32");

@@ -21,16 +21,9 @@
 // With zero masks (the default, as host::compress_options::zero_groups), a chunk whose all-zero
 // 64-element groups pay for a mask is written in a zero_* mode (stream version 2); the
 // collectives' wires, whose sizes follow from the counts, encode without for the 3-bit policies
-// and with masks for codebook::entropy (collective::detail::wire<Codec>::rans).
-//
-// codebook::entropy (rANS, codec/rans.hpp): the block counts the symbols (shared-memory atomics,
-// one per distinct symbol in a warp), thread 0 normalises the frequencies, and the block's first
-// warp walks the chunk's groups backwards, a lane per state, pass by pass from a staging copy in
-// shared memory: a ballot finds the lanes that give up a word, a popcount of the lanes above
-// places each word, and every lane then codes its symbol with the reciprocal of its frequency.
-// plan() walks once to count the stream's words, write() walks again and writes the words where
-// they belong. A body with zero symbols (codec/rans.hpp) places each group's rests by a ballot of
-// the lanes that are not zeros. This encoder has been compiled for sm_80 and sm_90 but has not yet run on a GPU.
+// and with masks for codebook::entropy (collective::detail::wire<Codec>::rans). The rANS encoder
+// (codebook::entropy, at the class below) has been compiled for sm_80 and sm_90 but has not yet
+// run on a GPU.
 #pragma once
 
 #include <cub/util_type.cuh>
@@ -48,6 +41,14 @@
 
 namespace zipccl::cuda {
 
+// codebook::entropy (rANS, codec/rans.hpp): the block counts the symbols (shared-memory atomics,
+// one per distinct symbol in a warp), thread 0 normalises the frequencies, and the block's first
+// warp walks the chunk's groups backwards, a lane per state, pass by pass from a staging copy in
+// shared memory: a ballot finds the lanes that give up a word, a popcount of the lanes above
+// places each word, and every lane then codes its symbol with the reciprocal of its frequency.
+// plan() walks once to count the stream's words, write() walks again and writes the words where
+// they belong. A body with zero symbols (codec/rans.hpp) places each group's rests by a ballot of
+// the lanes that are not zeros.
 template <class E, class Policy, int Threads, int ItemsPerThread>
 class block_encode {
   static_assert(is_element_v<E>, "block_encode: E must be zipccl::bf16, fp16 or fp32");

@@ -15,22 +15,13 @@
 // after it waits for the whole call (the transfer stream forks from the caller's stream and joins
 // it again, also on errors, so a pipelined call can be captured in a CUDA graph as one piece).
 //
-// Events: two for the joins and `slots` for the segments that wait for a kernel before they go
-// out (a reduce_scatter's re-encoded segments: one slot per segment of a block; an all_to_all's
-// blocks coded ahead: up to pipeline.depth). pipeline_slots() says how many a block size needs;
-// a pipelined call with too few is refused (invalid_argument), as a workspace too small is.
-//
 // Rules: one pipeline per rank and transport (calls through one pipeline share its transfer
 // stream, so two ranks, or two communicators enqueued in different orders, would wait on each
 // other in it); one call at a time (its events are reused from call to call in host enqueue
-// order); lanes from on() hold a pointer to the events: take them again after reserve(). The
-// transfer stream and the events are made on the transport's GPU where it names one (device():
-// transport::cuda_local's rank GPU, transport::nccl's ncclCommCuDevice), else on the current
-// device; or the stream is borrowed from the transport: make_pipeline() takes the transport's
-// transfer_stream() where it has that member, and gives nullptr where that is null (the transport
-// cannot pipeline). A transport with transfer_stream() takes pipelined lanes on that stream only
-// (so a pipeline shared by ranks, or one of the caller's own, is refused there). The pipeline
-// itself cannot be copied or moved; hold it by pointer (make_pipeline does).
+// order); lanes from on() hold a pointer to the events: take them again after reserve(). A
+// transport with transfer_stream() takes pipelined lanes on that stream only (so a pipeline shared
+// by ranks, or one of the caller's own, is refused there). The pipeline itself cannot be copied or
+// moved; hold it by pointer (make_pipeline does, on the transport's stream or GPU: below).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -88,6 +79,10 @@ std::uint32_t pipeline_slots(std::uint64_t block_count, const collective_options
 
 // A transfer stream (its own, non-blocking, or borrowed) and the events; on() lends them to one
 // call at a time.
+// Events: two for the joins and `slots` for the segments that wait for a kernel before they go
+// out (a reduce_scatter's re-encoded segments: one slot per segment of a block; an all_to_all's
+// blocks coded ahead: up to pipeline.depth). pipeline_slots() says how many a block size needs;
+// a pipelined call with too few is refused (invalid_argument), as a workspace too small is.
 class pipeline {
  public:
   // Throws zipccl::error (cuda_error) when CUDA refuses the stream or the events.
@@ -143,7 +138,8 @@ class pipeline {
 
 // A pipeline for one rank of a device transport: on the transport's transfer_stream() where it
 // has that member (nullptr when that is null: the transport cannot take pipelined calls), else on
-// a stream of its own, on the transport's device() where it has one. Throws zipccl::error
+// a stream of its own, on the transport's device() where it has one (transport::cuda_local's rank
+// GPU, transport::nccl's ncclCommCuDevice), else on the current device. Throws zipccl::error
 // (cuda_error) as pipeline's constructors do.
 namespace pipeline_detail {
 // The rank's GPU current while its events are made (an event records only on its own GPU's streams).

@@ -5,7 +5,26 @@
 // wait on the host for its peers' matching calls (transport::cuda_local matches messages on the
 // host; NCCL's group end may wait to connect), never for device work, so the collectives built on
 // it can be captured in a CUDA graph when the transport's work can be. A device transport is any
-// type with these members:
+// type with the members listed at is_device_transport below; three optional sets follow it.
+//
+// Calls return invalid_argument for a bad peer or a null buffer with a non-zero size, cuda_error
+// when enqueueing failed (cuda::last_error() tells why), peer_failed once the communicator has
+// ended. zipccl provides transport::cuda_local (N ranks of one process on one GPU or several: the
+// test bed and simulator, cuda_local.cuh) and transport::nccl (a user's ncclComm_t, nccl.hpp);
+// examples/custom_device_transport.cu adapts a user's own communicator in a few dozen lines.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "../error.hpp"
+
+namespace zipccl::transport {
+
+// A device transport is any type with these members:
 //
 //   int rank() const;  int size() const;
 //   status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream);
@@ -31,45 +50,6 @@
 //       (transport::cuda_local: all of them; transport::nccl: ncclCommAbort, this rank only, the
 //       others need their own watchdog, as with NCCL itself). Only the caller calls it: the
 //       device collectives never do (cuda/collective/common.cuh, "Errors").
-//
-// Optional: int* device_error_word(). A device-visible int that a kernel may set (when it is 0)
-// to a status code to end the communicator from the device, with the effect of abort(). The
-// device collectives set it when the ranks' calls differ (counts, types, options), which they
-// learn on the device. Neither transport of zipccl has one: cuda_local finds messages of different
-// sizes on the host; NCCL offers no such word (its checked mode agrees on the call first).
-//
-// Optional, for pipelined calls (cuda/pipeline.cuh: the transport's operations on a second stream):
-//   cudaStream_t transfer_stream() const;  the stream this rank's transfers must run on
-//       (cuda::make_pipeline uses it), or nullptr when the transport cannot take pipelined calls:
-//       the collectives then refuse pipelined lanes (invalid_argument). Without the member, a
-//       pipeline makes a stream of its own.
-//   bool accepts_stream(cudaStream_t) const;  whether a stream may carry this rank's work; the
-//       pipelined collectives check the caller's stream and the transfer stream with it
-//       (transport::cuda_local: any stream of the rank's GPU).
-//   int device() const;  the rank's GPU: cuda::make_pipeline makes its stream and events there.
-//
-// Optional: status agree(std::uint64_t signature, int peer, cudaStream_t stream). Called by every
-// device collective before it enqueues anything, with the call's signature (peer -1: every rank
-// calls it with the same one; peer >= 0: send / recv, the two ends pass complements). A host call
-// that may wait; size_mismatch where the ranks' signatures differ (transport::nccl's checked mode).
-//
-// Calls return invalid_argument for a bad peer or a null buffer with a non-zero size, cuda_error
-// when enqueueing failed (cuda::last_error() tells why), peer_failed once the communicator has
-// ended. zipccl provides transport::cuda_local (N ranks of one process on one GPU or several: the
-// test bed and simulator, cuda_local.cuh) and transport::nccl (a user's ncclComm_t, nccl.hpp);
-// examples/custom_device_transport.cu adapts a user's own communicator in a few dozen lines.
-#pragma once
-
-#include <cuda_runtime.h>
-
-#include <cstdint>
-#include <type_traits>
-#include <utility>
-
-#include "../error.hpp"
-
-namespace zipccl::transport {
-
 namespace detail {
 template <class T, class = void>
 struct is_device_transport : std::false_type {};
@@ -93,6 +73,11 @@ struct is_device_transport<
           std::is_same_v<decltype(std::declval<T&>().async_error()), status>> {};
 }  // namespace detail
 
+// Optional: int* device_error_word(). A device-visible int that a kernel may set (when it is 0)
+// to a status code to end the communicator from the device, with the effect of abort(). The
+// device collectives set it when the ranks' calls differ (counts, types, options), which they
+// learn on the device. Neither transport of zipccl has one: cuda_local finds messages of different
+// sizes on the host; NCCL offers no such word (its checked mode agrees on the call first).
 namespace detail {
 template <class T, class = void>
 struct has_device_error_word : std::false_type {};
@@ -104,6 +89,10 @@ struct has_device_error_word<T, std::void_t<decltype(std::declval<T&>().device_e
 template <class T>
 inline constexpr bool has_device_error_word_v = detail::has_device_error_word<T>::value;
 
+// Optional: status agree(std::uint64_t signature, int peer, cudaStream_t stream). Called by every
+// device collective before it enqueues anything, with the call's signature (peer -1: every rank
+// calls it with the same one; peer >= 0: send / recv, the two ends pass complements). A host call
+// that may wait; size_mismatch where the ranks' signatures differ (transport::nccl's checked mode).
 namespace detail {
 template <class T, class = void>
 struct has_agree : std::false_type {};
@@ -115,6 +104,16 @@ struct has_agree<T, std::void_t<decltype(std::declval<T&>().agree(std::uint64_t{
 template <class T>
 inline constexpr bool has_agree_v = detail::has_agree<T>::value;
 
+// Optional, for pipelined calls (cuda/pipeline.cuh: the transport's operations on a second stream):
+//   cudaStream_t transfer_stream() const;  the stream this rank's transfers must run on
+//       (cuda::make_pipeline uses it), or nullptr when the transport cannot take pipelined calls:
+//       the collectives then refuse pipelined lanes (invalid_argument). Without the member, a
+//       pipeline makes a stream of its own.
+//   bool accepts_stream(cudaStream_t) const;  whether a stream may carry this rank's work; the
+//       pipelined collectives check the caller's stream and the transfer stream with it
+//       (transport::cuda_local: any stream of the rank's GPU).
+//   int device() const;  the rank's GPU: cuda::make_pipeline makes its stream and events there.
+//
 // (A member of that name with another signature, or not const, is an error, not silently
 // ignored: check_optional_members below.)
 namespace detail {

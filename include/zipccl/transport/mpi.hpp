@@ -176,7 +176,7 @@ class mpi {
     if (s == status::success && agree[2] != -agree[3]) s = status::size_mismatch;  // max != min
     if (s == status::success && bytes != 0) {
       // every rank has agreed, so every rank is here: the blocking call cannot wait on an aborted
-      // one (Open MPI's non-blocking MPI_Iallgather measured 3-5x slower on shared memory)
+      // one (Open MPI's non-blocking MPI_Iallgather is slower on shared memory)
       auto* out = static_cast<std::uint8_t*>(recv);
       const void* in = send == out + static_cast<std::uint64_t>(rank_) * bytes ? MPI_IN_PLACE : send;
       if (MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_) !=

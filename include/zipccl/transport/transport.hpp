@@ -16,32 +16,8 @@
 // the message's returns status::size_mismatch (nothing is copied past the receiver's buffer). A
 // transport never hangs forever on a failed peer: operations fail with peer_failed or timed_out.
 //
-// Optional, for pipelining: request-based operations. With them the collectives keep transfers in
-// flight while they code the next segment; without them they run the same steps in lock step with
-// sendrecv (correct, but coding and transfers do not overlap).
-//
-//   request isend(int dst, const void* buf, std::uint64_t bytes);   buf stays valid until wait()
-//   request irecv(int src, void* buf, std::uint64_t bytes);         buf stays valid until wait()
-//   status wait(request& r);                                         exactly once per request
-//
-// `request` is a default-constructible, movable member type; wait() on a default-constructed one
-// returns success. Receives from one source complete in the order they were posted, and the
-// collectives wait on them in that order too. The collectives wait for every request they post,
-// except while an exception unwinds their stack (a transport call or a hook threw): they then
-// call abort() and wait for their outstanding sends before their buffers go, and an exception
-// from wait() there is swallowed. A transport whose requests can be destroyed before wait()
-// should make that safe, as transport::local and transport::mpi do: the operation is withdrawn
-// (or keeps a buffer of its own) and the peers are aborted, so no one touches freed memory and
-// no one waits for a message that will not come.
-//
-// Optional, for the plain path: a native uncompressed all_gather of `bytes` per rank, which
-// all_gather<Codec, strategy::never> then uses instead of its ring (it moves bytes only, so results
-// stay bit-identical). It must return an error on every rank when the ranks' sizes differ.
-//
-//   status all_gather_bytes(const void* send, void* recv, std::uint64_t bytes);
-//
-// (There is no native reduce_scatter hook: a native reduction sums in its own order and
-// precision, and the plain path must give the compressed path's bits.)
+// Two optional member sets are described below: request-based operations (has_requests_v) and a
+// native plain all_gather (has_native_all_gather_v).
 #pragma once
 
 #include <cstdint>
@@ -86,6 +62,24 @@ struct has_requests<
 }  // namespace detail
 
 // Whether a host transport offers the optional request-based operations.
+//
+// Optional, for pipelining: request-based operations. With them the collectives keep transfers in
+// flight while they code the next segment; without them they run the same steps in lock step with
+// sendrecv (correct, but coding and transfers do not overlap).
+//
+//   request isend(int dst, const void* buf, std::uint64_t bytes);   buf stays valid until wait()
+//   request irecv(int src, void* buf, std::uint64_t bytes);         buf stays valid until wait()
+//   status wait(request& r);                                         exactly once per request
+//
+// `request` is a default-constructible, movable member type; wait() on a default-constructed one
+// returns success. Receives from one source complete in the order they were posted, and the
+// collectives wait on them in that order too. The collectives wait for every request they post,
+// except while an exception unwinds their stack (a transport call or a hook threw): they then
+// call abort() and wait for their outstanding sends before their buffers go, and an exception
+// from wait() there is swallowed. A transport whose requests can be destroyed before wait()
+// should make that safe, as transport::local and transport::mpi do: the operation is withdrawn
+// (or keeps a buffer of its own) and the peers are aborted, so no one touches freed memory and
+// no one waits for a message that will not come.
 template <class T>
 inline constexpr bool has_requests_v = detail::has_requests<T>::value;
 
@@ -101,6 +95,15 @@ struct has_native_all_gather<T, std::void_t<decltype(std::declval<T&>().all_gath
 }  // namespace detail
 
 // Whether a host transport offers a native plain all_gather.
+//
+// Optional, for the plain path: a native uncompressed all_gather of `bytes` per rank, which
+// all_gather<Codec, strategy::never> then uses instead of its ring (it moves bytes only, so results
+// stay bit-identical). It must return an error on every rank when the ranks' sizes differ.
+//
+//   status all_gather_bytes(const void* send, void* recv, std::uint64_t bytes);
+//
+// (There is no native reduce_scatter hook: a native reduction sums in its own order and
+// precision, and the plain path must give the compressed path's bits.)
 template <class T>
 inline constexpr bool has_native_all_gather_v = detail::has_native_all_gather<T>::value;
 

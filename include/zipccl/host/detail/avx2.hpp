@@ -1,6 +1,5 @@
 // zipccl: AVX2 paths for coded chunks (the 3-bit policies, with or without a zero mask), for CPUs
-// with AVX2 and no AVX-512 (such as the AMD EPYC VMs zipccl is developed on), and for zero-mask
-// chunks on AVX-512 CPUs too.
+// with AVX2 and no AVX-512, and for zero-mask chunks on AVX-512 CPUs too.
 //
 // Decoder: a 32-element group is one 256-bit register of bytes: each plane word is spread to a
 // byte per lane (a broadcast, a byte shuffle and a compare against each lane's bit), the three code
@@ -284,8 +283,8 @@ struct zero_group_test {
 // The body's numbers of +0.0 and -0.0 elements (codec_detail::count_zeros), a group at a time:
 // each register's compares subtracted from counters in its lanes (bf16 and fp16: 16-bit lanes,
 // which two registers a group bring to at most 16384 in the 8192 groups between their sums), the
-// lanes summed at the end. (On Zen 3 2-4% faster element-sparse compression than a movemask and
-// a popcount per compare.)
+// lanes summed at the end. (Faster element-sparse compression than a movemask and a popcount
+// per compare.)
 template <class E>
 void count_zeros(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint64_t* n_pos,
                  std::uint64_t* n_neg) {
@@ -350,8 +349,8 @@ inline void add_high_bytes(std::uint32_t (&part)[8][256], const std::uint8_t* hi
 
 // fp16's histogram of its elements' high bytes (sign, exponent, mantissa bits 9..8: its rANS
 // symbol), the byte of each element counted straight from memory into eight partial tables; the
-// eight tables summed into hist. (A byte load and an increment an element: 1.45x the speed of
-// symbols made in a register and moved out eight at a time on the AVX-512 VM of PERFORMANCE.md.)
+// eight tables summed into hist. (A byte load and an increment an element beat symbols made in a
+// register and moved out eight at a time: PERFORMANCE.md.)
 inline void fp16_high_bytes(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                             std::uint32_t (&hist)[256]) {
   alignas(64) std::uint32_t part[8][256] = {};
@@ -368,9 +367,8 @@ inline void fp16_high_bytes(const std::uint8_t* in, std::uint64_t m, const codec
 // bf16, fp32: adds the counts of the exponent fields (their rANS symbols too) of the body's groups
 // from group g0 on to counts[0 .. n - 1]. Each element's high 16 bits, loaded and shifted down by
 // 7 (sign and exponent, 512 values), index eight partial tables, so that a run of equal values
-// does not wait on one counter; the sign is summed out at the end (on Zen 3 5-10% faster
-// compression than the exponents made 32 at a time in a register and taken out of 64-bit words by
-// shifts).
+// does not wait on one counter; the sign is summed out at the end (faster compression than the
+// exponents made 32 at a time in a register and taken out of 64-bit words by shifts).
 template <class E>
 void add_exponent_counts(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint64_t g0,
                          std::uint32_t* counts, unsigned n) {

@@ -1,39 +1,28 @@
 // zipccl: AVX2 encoder and decoder of rANS chunks (codebook::entropy), on x86 CPUs with AVX2.
 //
-// The 32 lanes of a chunk's rANS body (codec/rans.hpp). The decoder of a bf16 or fp32 body
-// without zero symbols whose table has at most 32 symbols and 4 crowded buckets (rank_table; the
-// bf16 and fp32 chunks of real tensors), and of two such bodies of any type in one loop
-// (decode_rans_pair), is decode_rank_kernel: the 32 states as sixteen-lane registers of 16-bit
-// halves, a slot's rank from byte tables by vpshufb, no lookup per lane; a bf16 or fp32 body with
-// zero symbols whose table it holds so takes decode_rank_zeros_kernel, the same steps. Otherwise
-// (fp16 alone, larger tables) the states are four registers of eight 32-bit states.
-// One step of a register:
-//   decoder  slot = x & 4095; the slot words by eight scalar loads (bf16, fp16: faster than a
-//            gather on Zen 3) or one gather (fp32); x = freq * (x >> 12) + offset; the lanes
-//            that fell below 2^16 take the next words of the stream in lane order: one 16-byte
-//            load, and a lane permutation from a 256-entry table indexed by the lanes' mask;
-//            bf16 and fp16 join symbols and rest bytes sixteen at a time, in 16-bit lanes.
-//   encoder  the symbols' (freq, cum) and reciprocals by eight scalar loads of 64-bit entries
-//            (encode_table::lookup8: the symbols from the elements in memory, or from the zeros
-//            kernel's symbols), which beat gathers and register windows on Zen 3; the lanes with
-//            x >> 20 >= freq give up their low 16 bits, which one byte shuffle from a 256-entry
-//            table packs in lane order at the top of 16 bytes, stored just below the stream's
-//            current start; then x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal
-//            multiply and one correction step.
-// Registers are taken in the order the reference takes lanes (the decoder lane 0 first, the
-// encoder lane 31 first), so the words land where the reference puts them. The group loops
-// (encode_chunk_with, decode_body_with) take the kernel of a full group as a parameter, so the
-// AVX-512 kernels (avx512_rans.hpp) share them. Short groups, the decoder's groups of bodies with
-// zero symbols that have fewer than 32 rests left, and the encoder's groups of chunks whose stream
-// comes close to the stored size go through the reference's own group functions (the decoder's
-// groups with fewer than 32 stream words left take the kernel from a copy of them: stream_tail),
-// so the bytes out of the encoder, and the values and statuses out of the decoder, are those of
-// codec_detail (test_host_simd compares them). Bodies
-// with zero symbols (enough elements +0.0 or -0.0, rans::zeros_pay: sparse data) take
-// encode_zeros_kernel and decode_zeros_kernel (on AVX-512 machines avx512_rans.hpp's own): the
-// zeros' lanes are found by comparing symbols (decoder) or elements (encoder) with the zero
-// symbols, and here the other lanes' rests are packed or spread eight at a time by pshufb from
-// 256-entry tables.
+// The 32 lanes of a chunk's rANS body (codec/rans.hpp). decode_rank_kernel decodes a bf16 or fp32
+// body without zero symbols whose table has at most 32 symbols and 4 crowded buckets (rank_table;
+// the bf16 and fp32 chunks of real tensors), alone or two bodies of any type in one loop
+// (decode_rans_pair): the 32 states as sixteen-lane registers of 16-bit halves, a slot's rank from
+// byte tables by vpshufb; decode_rank_zeros_kernel does the same for such a body with zero
+// symbols. Otherwise (fp16 alone, larger tables) four registers of eight 32-bit states:
+//   decoder  slot = x & 4095; the slot words by eight scalar loads (bf16, fp16) or a gather
+//            (fp32); x = freq * (x >> 12) + offset; the lanes below 2^16 take the stream's next
+//            words in lane order (a 16-byte load, a lane permutation indexed by their mask).
+//   encoder  (freq, cum) and reciprocals by eight scalar loads (encode_table::lookup8); the lanes
+//            with x >> 20 >= freq give up their low 16 bits, packed in lane order by one shuffle
+//            just below the stream's start; x = (x / freq) << 12 + x % freq + cum by a 32-bit
+//            reciprocal multiply and one correction step.
+// Registers take lanes in the reference's order (decoder lane 0 first, encoder lane 31 first), so
+// the words land where the reference puts them. The group loops (encode_chunk_with,
+// decode_body_with) take a full group's kernel as a parameter and serve avx512_rans.hpp too.
+// Short groups, the decoder's groups of zero-symbol bodies with fewer than 32 rests left and the
+// encoder's groups near the stored size take the reference's own group functions (a decoder
+// group with fewer than 32 stream words left takes the kernel on a copy: stream_tail), so the
+// encoder's bytes and the decoder's values and statuses are codec_detail's (test_host_simd
+// compares them). Bodies with zero symbols (rans::zeros_pay) take encode_zeros_kernel and
+// decode_zeros_kernel: zero lanes found by comparing symbols or elements with the zero symbols,
+// the other lanes' rests packed or spread eight at a time by pshufb.
 #pragma once
 
 #include <immintrin.h>
@@ -126,7 +115,7 @@ inline __m256i mulhi_epu32(__m256i a, __m256i b) {
 }
 
 // A register of four 64-bit values, a in the lowest: from general registers by vmovq and vpinsrq
-// (the kernels' scalar table lookups, which beat gathers on Zen 3).
+// (the kernels' scalar table lookups, which beat gathers).
 ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long c, long long d) {
   return _mm256_set_m128i(_mm_insert_epi64(_mm_cvtsi64_si128(c), d, 1), _mm_insert_epi64(_mm_cvtsi64_si128(a), b, 1));
 }
@@ -135,9 +124,7 @@ ZIPCCL_ALWAYS_INLINE inline __m256i from_u64(long long a, long long b, long long
 // (a group's worth, those inside it), one prefetch a cache line (docs/PERFORMANCE.md, "The next
 // chunk read ahead"). The loops go down the chunk, so the next chunk comes in from its end.
 // Chunks with a zero mask read nothing ahead (ahead_of): their loops visit only the groups outside
-// zero groups, so they would bring in only part of the next chunk. (The row-sparse gradients of
-// 80% and 95% zero rows compress 2-5% slower since the read-ahead came in, with or without it in
-// their chunks: the code's layout, docs/PERFORMANCE.md.)
+// zero groups, so they would bring in only part of the next chunk.
 inline read_ahead ahead_of(const codec_detail::body_shape& shape, const read_ahead& ahead) {
   return shape.zero_mask == nullptr ? ahead : read_ahead{};
 }
@@ -190,9 +177,8 @@ inline void finish_fp16_counts(const std::uint32_t (&part)[8][rans::symbols], co
 // a bitmap of the symbols seen so far (two vpshufb for the bitmap's byte, chosen by the symbol's
 // top bit, and one for the bit), a group with a symbol not yet seen marking it one by one (at most
 // once per symbol of the body), and 0x00 and 0x80 counted in byte counters (a compare and a
-// subtract each, emptied every 255 groups). On the Intel VM 0.12-0.14 ns an element against
-// 0.27-0.29 for the full histogram (PERFORMANCE.md, "fp16's sampled counts"); AVX-512 CPUs take
-// avx512::rans_simd::fp16_counts for dense bodies.
+// subtract each, emptied every 255 groups), faster than the full histogram (PERFORMANCE.md,
+// "fp16's sampled counts"); AVX-512 CPUs take avx512::rans_simd::fp16_counts for dense bodies.
 inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                         std::uint32_t* counts) {
   if (!rans::samples_counts<fp16>(shape.elems)) {
@@ -272,10 +258,9 @@ inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_det
 // bits), the rest of the body goes to avx2::add_exponent_counts, whose tables are faster then
 // than the misses' branches. (The test is on the best window over everything counted, not on the
 // misses of the last batch: a window placed from the first four groups can miss much of a
-// gradient chunk's first batch, and then moves.) On Zen 3 0.16-0.18 ns an element for bf16
-// against 0.37-0.42 for the tables (docs/PERFORMANCE.md, "The AVX2 symbol counts"); one pass of
-// fourteen counters, or the compares in the first loop, ran out of registers under GCC 12 and was
-// slower.
+// gradient chunk's first batch, and then moves.) The window's counters beat the tables
+// (docs/PERFORMANCE.md, "The AVX2 symbol counts"); two passes of seven registers, and no compares
+// in the first loop, keep the counters within the sixteen registers.
 template <class E>
 void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape, std::uint32_t* counts) {
   static_assert(!std::is_same_v<E, fp16>, "count_symbols: fp16's symbols fill no window of fourteen");
@@ -470,10 +455,9 @@ struct alignas(64) encode_table {
   }
   // The freq_cum and rcp words of eight lanes (lane order) from their elements at `in` (lookup8)
   // or their symbols at sym (lookup8_symbols): eight scalar loads of `entry`, two 64-bit entries an
-  // xmm by vmovq and vpinsrq, and one shufps a field. On AMD Zen 3 the two fields of eight lanes
-  // took 2.1 ns this way against 3.4 for two gathers, and whole compressions ran 1.4x faster than
-  // with two gathers (fp16) or a window of 32 entries in registers (bf16, fp32)
-  // (docs/PERFORMANCE.md, "The AVX2 encoder's lookups, on AMD Zen 3").
+  // xmm by vmovq and vpinsrq, and one shufps a field: faster than two gathers (fp16) or a window
+  // of 32 entries in registers (bf16, fp32) (docs/PERFORMANCE.md, "The AVX2 encoder's lookups, on
+  // AMD Zen 3").
   template <class E>
   ZIPCCL_ALWAYS_INLINE void lookup8(const std::uint8_t* in, __m256i* fc, __m256i* recip) const {
     entries8([&](int l) {
@@ -594,8 +578,8 @@ struct encode_kernel {
     const __m256i low_words = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,  //
                                                0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     std::uint64_t t = *top;
-    // (unrolled, so that the four registers' states stay in registers: GCC 12 kept the loop and
-    // the states in memory, and compression ran 1.03-1.08x slower on Zen 3)
+    // (unrolled, so that the four registers' states stay in registers: GCC 12 keeps the loop and
+    // the states in memory otherwise)
 #pragma GCC unroll 4
     for (int k = 3; k >= 0; --k) {
       __m256i fc, rcp;
@@ -876,8 +860,7 @@ struct decode_rank_kernel {
   // A full group of each of two chunks (a's and b's; each argument a pair, a's first), their
   // steps interleaved by parts: a group is one chain of dependent steps, and the core overlaps
   // two chunks' chains only where their instructions come close together. (Interleaved
-  // statement by statement instead, the two chains' values no longer fit the sixteen registers,
-  // and the spills made the loop 1.4x slower on Zen 3.)
+  // statement by statement, the two chains' values would not fit the sixteen registers.)
   ZIPCCL_ALWAYS_INLINE static void group_pair(decode_rank_kernel& a, decode_rank_kernel& b, const std::uint8_t* const (&bytes)[2],
                                               const std::uint8_t* const (&rest_words)[2], const std::uint8_t* const (&stream)[2],
                                               std::uint64_t* const (&next)[2], std::uint8_t* const (&out)[2]) {
@@ -950,8 +933,8 @@ struct decode_kernel {
   // Runs f with the kernel for table t (and for two tables: run_pair), as decode_body_with and
   // decode_pair_with call it: decode_rank_kernel where a rank_table holds it with at most 32
   // symbols and 2 or 4 crowded buckets (for a pair, where both are held by the same class), else
-  // this one. A single fp16 body keeps this kernel: alone, the rank kernel decoded fp16 3-4%
-  // slower than it on Zen 3 (bf16 as fast, fp32 1.15x faster; docs/PERFORMANCE.md).
+  // this one. A single fp16 body keeps this kernel, which decodes fp16 faster than the rank
+  // kernel does alone (docs/PERFORMANCE.md).
   template <class F>
   ZIPCCL_ALWAYS_INLINE static auto run(const rans::decode_table& t, F&& f) {
     if constexpr (std::is_same_v<E, fp16>) {
@@ -964,8 +947,8 @@ struct decode_kernel {
     }
   }
   // Whether two bodies of tables ta and tb pay for one loop (decode_pair_with): where both take a
-  // rank kernel of one class. Two of this kernel in one loop run 1.2-1.3x slower than one after
-  // the other on Zen 3 (eight state registers of sixteen), a rank kernel and this one gain nothing.
+  // rank kernel of one class. Two of this kernel in one loop run slower than one after the other
+  // (eight state registers of sixteen), a rank kernel and this one gain nothing.
   // Before the tables are read, their symbol counts (the headers') rule out most pairs that do
   // not pay: then each body is decoded with its table read just before (one 16 KiB table in
   // cache, not two).
@@ -991,9 +974,8 @@ struct decode_kernel {
     const __m256i slot_mask = _mm256_set1_epi32(static_cast<int>(rans::prob_total - 1u));
     const __m256i fff = _mm256_set1_epi32(0xFFF), one = _mm256_set1_epi32(1);
     const __m256i shifts = _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21);
-    // bf16, fp16: the slot words by eight scalar loads, two a 64-bit half (on Zen 3 faster than a
-    // gather: decompression 1.07-1.11x on dense chunks, 1.6x on fp16 with zero symbols); fp32 keeps
-    // the gather, which decoded it 3-4% faster there (docs/PERFORMANCE.md)
+    // bf16, fp16: the slot words by eight scalar loads, two a 64-bit half (faster than a gather);
+    // fp32 keeps the gather, which decodes it faster (docs/PERFORMANCE.md)
     __m256i e;
     if constexpr (std::is_same_v<E, fp32>) {
       e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(t.slot), _mm256_and_si256(X[k], slot_mask), 4);
@@ -1025,7 +1007,7 @@ struct decode_kernel {
     const __m256i ff = _mm256_set1_epi32(0xFF);
     std::uint64_t n = *next;
     __m256i v[4];
-    // (unrolled: GCC 12 kept this loop too)
+    // (unrolled: otherwise GCC 12 keeps this loop too)
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i e = step(k, stream, &n);
@@ -1047,10 +1029,9 @@ struct decode_kernel {
 // has exponent 0 (no subnormals), the entries at the zeros' lookup indices (encode_table::lookup8:
 // sign and exponent, 0 for +0.0 and 256 for -0.0) are zp's and zn's, so that the kernel looks the
 // lanes up from the elements, as a dense body's kernel does (`from_elements`); else the copy is
-// the plan's table as it is (6 KiB a chunk: by estimate under 0.1% of a 64 Ki-element chunk's
-// coding). On Zen 3 2-3% faster compression of the element-sparse bf16 and fp32 sets. (Not for
-// fp16, whose smallest subnormals share the zeros' high bytes 0x00 and 0x80: its element-sparse
-// set compressed 2-3% slower with the choice in the kernel.)
+// the plan's table as it is (6 KiB a chunk, small beside the chunk's coding). Faster compression
+// of element-sparse bf16 and fp32. (Not for fp16, whose smallest subnormals share the zeros' high
+// bytes 0x00 and 0x80: the choice in its kernel costs more than it saves.)
 struct zeros_encode_table {
   encode_table table;
   bool from_elements;
@@ -1080,7 +1061,7 @@ struct encode_zeros_kernel : private zeros_encode_table, encode_kernel<E> {
         zp(_mm256_set1_epi32(static_cast<int>(plan.zero.pos))), zn(_mm256_set1_epi32(static_cast<int>(plan.zero.neg))),
         neg0(_mm256_set1_epi32(static_cast<int>(rans::split<E>::negative_zero))) {}
   encode_zeros_kernel(const encode_zeros_kernel&) = delete;  // (the base's table reference is to its own table)
-  // (inlined: GCC 12 made the fp32 kernel a call, 1.4x slower)
+  // (inlined: GCC 12 makes the fp32 kernel a call otherwise)
   ZIPCCL_ALWAYS_INLINE void group(const std::uint8_t* in, std::uint8_t* bytes, std::uint8_t* words, std::uint64_t* rest,
                                   std::uint8_t* out, std::uint64_t* top) {
     constexpr unsigned W = rans::split<E>::word_bytes;
@@ -1174,7 +1155,7 @@ struct decode_zeros_kernel : decode_kernel<E> {
              std::uint64_t* next, std::uint8_t* out) {
     std::uint64_t n = *next, j = *rest;
     __m256i v[4];
-    // (unrolled: GCC 12 kept this loop; unrolled, bf16 bodies with zero symbols decode 3-6% faster)
+    // (unrolled: GCC 12 keeps this loop otherwise)
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       const __m256i sym = _mm256_and_si256(this->step(k, stream, &n), _mm256_set1_epi32(0xFF));
@@ -1274,8 +1255,8 @@ ZIPCCL_ALWAYS_INLINE inline std::uint64_t kernel_run_end(const codec_detail::bod
 // AVX2 kernels 16 bytes from up to 24 words on, the AVX-512 ones 64 bytes from the cursor): from
 // the stream itself it could read past the chunk's end, from this copy (cursor 0, one copy a
 // group) it stays inside. The groups that decode the last words (bf16 takes about five words a
-// group, so about its last six) take the kernel this way rather than the reference's steps,
-// which cost 2-3% of a bf16 chunk's decoding on Zen 3. A group that takes more than `left` words
+// group, so about its last six) take the kernel this way rather than the reference's slower
+// steps. A group that takes more than `left` words
 // (a corrupt stream: the reference would run out) ends with its cursor past `left`, which the
 // caller tests.
 struct stream_tail {

@@ -250,9 +250,9 @@ void exponent_sum(const std::uint8_t* in, std::uint64_t m, std::uint64_t* sum, s
 // Counts, for every live lane, exponent values base + first .. base + first + count - 1 and, with
 // zero, zero: a register of 64 byte counters per value, which each 64 lanes' compare mask
 // increments, emptied into the totals by vpsadbw every 255 registers (before a counter can wrap).
-// For fp16's 31 values (count_bins), where a popcount of each mask into memory made a loop bound
-// by its front end, whose speed went up and down by 10% with where the compiler placed it; this
-// one is 1.2x that loop's best (PERFORMANCE.md).
+// For fp16's 31 values (count_bins), where a popcount of each mask into memory makes a loop bound
+// by its front end, whose speed depends on where the compiler places it; this one is faster than
+// that loop at its best (PERFORMANCE.md).
 template <class E, int first, int count>
 void count_bins_pass(const std::uint8_t* in, std::uint64_t m, int base, std::uint64_t* near, std::uint64_t* zero) {
   static_assert(count >= 1 && count <= 16, "count_bins_pass: at most sixteen counter registers");

@@ -3,37 +3,27 @@
 // permutes and VBMI2 for the 16-bit shifts and the byte and word compress and expand).
 //
 // The 32 lanes of a chunk's rANS body (codec/rans.hpp):
-//   decoder  where the chunk's table has at most 128 symbols and 12 crowded buckets
-//            (rank_table), decode_rank_kernel: the 32 states as two registers of 16-bit halves
-//            in lane order; per step, the slots' ranks from byte tables in registers (vpermi2b),
-//            the ranks' frequencies and starts (vpermw), x = freq * (x >> 12) + offset in 16-bit
-//            products, and the lanes that fell below 2^16 take the next words of the stream in
+//   decoder  tables of at most 128 symbols and 12 crowded buckets (rank_table): decode_rank_kernel,
+//            the 32 states as two registers of 16-bit halves; a step takes the slots' ranks from
+//            byte tables in registers (vpermi2b), their frequencies and starts (vpermw), computes
+//            x = freq * (x >> 12) + offset in 16-bit products and refills the lanes below 2^16 in
 //            lane order by one vpexpandw. Other tables: decode_kernel, two registers of sixteen
-//            32-bit states, the slot words by a gather (gather16), one vpexpandd a register. Two
-//            dense chunks are decoded in one loop (decode_rans_pair).
-//   encoder  two registers of sixteen 32-bit states; per register,
-//            the symbols' (freq | cum << 16) and reciprocals from registers when a register's
-//            symbols fall in a window of 64 values (the one that holds the most of the chunk's
-//            frequency; a lookup is two vpermt2d and a blend, one where all fall in 32 values,
-//            and no window test where the window holds every symbol of the chunk; fp16: values
-//            magnitude << 1 | sign, fp16_window_table, with sign_window_table behind), else by
-//            two gathers; the lanes at or
-//            above freq << 20 give up their low 16 bits, which vpcompressd and a masked vpmovdw
-//            store put in lane order just below the stream's current start; then
-//            x = (x / freq) << 12 + x % freq + cum with a 32-bit reciprocal multiply and one
-//            correction step.
-// Bodies with zero symbols (sparse data) take encode_zeros_kernel and decode_zeros_kernel (or
-// decode_rank_zeros_kernel): the zeros' lanes are found by comparing elements (encoder) or
-// symbols, or ranks (decoder) with the zeros or the zero symbols; the other lanes' rests of a whole group are packed together by one vpcompressb
-// (fp32's words: vpcompressw) and masked stores, or spread out to them by one vpexpandb
-// (vpexpandw). The encoder's window is placed on the other symbols, and the zero lanes' entries
-// are blended in from registers, so a register of zeros and values still avoids the gathers.
-// The group loop is the AVX2 one (avx2_rans.hpp), which takes the kernels as a parameter: short
-// groups, groups of bodies with zero symbols that have fewer than 32 rests left and chunks whose
-// stream comes close to the stored size go through the reference's own group functions (groups
-// with fewer than 32 stream words left take the kernel from a copy of them, stream_tail), so the bytes out of the encoder, and the values
-// and statuses out of the decoder, are those of codec_detail (test_host_simd_avx512 compares them,
-// on AVX-512 hardware, and test_host_simd_avx512_emulated on any x86 with AVX2).
+//            32-bit states, the slot words by a gather (gather16). Two dense chunks are decoded
+//            in one loop (decode_rans_pair).
+//   encoder  two registers of sixteen 32-bit states; a register's (freq | cum << 16) and
+//            reciprocals come from registers when its symbols fall in a window of 64 values (fp16:
+//            fp16_window_table, sign_window_table behind it), else from two gathers; the lanes at
+//            or above freq << 20 give up their low 16 bits in lane order (vpcompressd, a masked
+//            vpmovdw) just below the stream's start; x = (x / freq) << 12 + x % freq + cum by a
+//            32-bit reciprocal multiply and one correction step.
+// Bodies with zero symbols take encode_zeros_kernel and decode_zeros_kernel (or
+// decode_rank_zeros_kernel): the other lanes' rests are packed by one vpcompressb (fp32's words:
+// vpcompressw) or spread by one vpexpandb (vpexpandw); the zero lanes' encoder entries are
+// blended in from registers, so zeros do not send a register to the gathers. The group loop is
+// the AVX2 one (avx2_rans.hpp), with the same fall-backs to the reference's group functions, so
+// the encoder's bytes and the decoder's values and statuses are codec_detail's
+// (test_host_simd_avx512 compares them on AVX-512 hardware, test_host_simd_avx512_emulated on any
+// x86 with AVX2).
 #pragma once
 
 #include <immintrin.h>
@@ -71,7 +61,7 @@ inline __m512i gather16_halves(const std::uint32_t* base, __m512i idx) {
 }
 // The decoder's gather. Built for AMD Zen 4 or Zen 5 (GCC's -march=znver4 or znver5, which
 // -march=native picks there on a GCC that knows them), two 8-lane gathers, which beat one 16-lane
-// gather in the decoder there (by 10-20% on sparse bodies) and match it on dense ones; elsewhere
+// gather in the decoder there on sparse bodies and match it on dense ones; elsewhere
 // one 16-lane gather, which on Intel's AVX-512 cores overlaps far better with a second chunk's
 // work (PERFORMANCE.md, "The pair decoder"). test_simd.cpp checks both on every build.
 inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
@@ -210,8 +200,7 @@ struct sign_window_table {
 // either sign and a lookup is two vpermt2d and a blend per field, one vpermt2d where the chunk's
 // symbols (the zero symbols apart) all fall in 32 such values, against sign_window_table's four
 // and three blends. A register with a lane outside the window (weights and activations have
-// tails below its eight exponents: 8-16% of their registers on ../shared/data) takes
-// sign_window_table's lookup, and past that the gathers.
+// tails below its eight exponents) takes sign_window_table's lookup, and past that the gathers.
 struct fp16_window_table {
   static constexpr unsigned rotated(unsigned v) { return ((v & 0x7Fu) << 1) | (v >> 7); }
   static constexpr unsigned symbol(unsigned r) { return (r >> 1) | ((r & 1u) << 7); }
@@ -485,9 +474,8 @@ void count_symbols(const std::uint8_t* in, std::uint64_t m, const codec_detail::
 // 32-byte map twice so that the index needs no mask, and a vpermb for the bit), a step with a
 // symbol not yet seen marking it one by one, and 0x00 and 0x80 counted by a compare and a popcount
 // each; the last m % 64 elements one by one; then, in a pass of their own, the sampled groups'
-// high bytes one by one into eight partial tables. On the Intel VM, over a chunk in the L2 cache
-// (as plan_body's zero-group scan leaves it), 0.10-0.12 ns an element against the AVX2
-// function's 0.12-0.14; whole fp16 compression 3-5% faster (PERFORMANCE.md, "fp16's sampled
+// high bytes one by one into eight partial tables. Faster than the AVX2 function over a chunk in
+// the L2 cache, as plan_body's zero-group scan leaves it (PERFORMANCE.md, "fp16's sampled
 // counts").
 inline void fp16_counts(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                         std::uint32_t* counts) {

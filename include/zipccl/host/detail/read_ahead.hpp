@@ -10,10 +10,10 @@ namespace zipccl::host::detail {
 // compress call or collective), or none. The vector rANS encoders ask it into the cache a group's
 // share at a time while they code the chunk before it, where that chunk has no zero mask (its
 // elements at the offset of the group being coded), so that its first pass (the zero-group scan,
-// or the symbol counts without zero groups) finds it there rather than in memory: on Zen 3 (AVX2)
-// 3-9% faster compression of dense bf16, fp16 and fp32, with the input in cache or swept out of
-// it before the call (docs/PERFORMANCE.md, "The next chunk read ahead"). The 3-bit policies'
-// encoders do not take it (bf16 1-2% faster with it, fp16 4% slower), nor do the scalar ones.
+// or the symbol counts without zero groups) finds it there rather than in memory: faster
+// compression of dense bf16, fp16 and fp32, with the input in cache or swept out of it before
+// the call (docs/PERFORMANCE.md, "The next chunk read ahead"). The 3-bit policies' encoders do
+// not take it (it slows fp16 down more than it speeds bf16 up), nor do the scalar ones.
 struct read_ahead {
   const std::uint8_t* at = nullptr;
   std::uint64_t bytes = 0;
