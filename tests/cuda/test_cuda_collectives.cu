@@ -245,11 +245,19 @@ TEST_CASE("an abort from another thread while ranks wait in a collective is an e
   const auto on = g.all_lanes(pipelined, 8);
   const testing::watchdog guard(60, "an abort while ranks wait in all_reduce");
   std::atomic<int> calling{0};
+  // The abort lands before or during the waiting ranks' rendezvous, depending on the scheduler;
+  // both end in peer_failed, which is what the test asks.
   std::thread aborter([&] {
     while (calling < n - 1) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // (they are in their rendezvous by now, or soon)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     world.abort(status::invalid_argument);
   });
+  struct joined {  // joins the aborter however the test leaves this scope (a failed REQUIRE throws)
+    std::thread& t;
+    ~joined() {
+      if (t.joinable()) t.join();
+    }
+  } join_aborter{aborter};
   const auto st = on_every_rank(world, [&](int r) {
     if (r == n - 1) {
       while (world.error_state() == status::success) std::this_thread::yield();

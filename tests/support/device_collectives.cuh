@@ -27,12 +27,12 @@ namespace zipccl::testing::device_collectives {
 using transport::cuda_local_transport;
 using transport::cuda_local_world;
 
-// The tests' worlds: a rendezvous deadline, so that a call whose peer never comes fails the test
-// with timed_out instead of hanging it (the watchdogs catch what waits on the device).
+// The tests' worlds: a rendezvous deadline below the watchdogs' (60 s), so that a call whose peer
+// never comes fails the test with timed_out, on every rank, before a watchdog ends the process.
 inline cuda_local_world::options world_options(transport::link_model link = {}) {
   cuda_local_world::options o;
   o.link = link;
-  o.rendezvous_seconds = 120;
+  o.rendezvous_seconds = 30;
   return o;
 }
 
@@ -117,17 +117,21 @@ std::vector<status> on_every_rank(cuda_local_world& world, Call&& call) {
   return world.run([&](cuda_local_transport& t, cudaStream_t) { return call(t.rank()); });
 }
 
-// Rank r's input: Gaussian at a scale of its own; past 2^20 elements one Gaussian tile of 2^20
-// repeated (drawing 64 MiB per rank would cost the test more than the collective).
+// Rank r's input: Gaussian at a scale of its own. Past one tile (a prime number of elements, so
+// that no block or segment boundary repeats with it) the tile is repeated with the copy's number in
+// the two low mantissa bits: every block of a large input differs from every other, and a block
+// delivered to the wrong place fails the comparison (drawing 64 MiB per rank would cost the test
+// more than the collective).
 template <class Codec>
 std::vector<typename Codec::bits_type> input_of(std::uint64_t n, int r) {
-  constexpr std::uint64_t tile = 1ull << 20;
+  using T = typename Codec::bits_type;
+  constexpr std::uint64_t tile = 1048573;
   auto v = testing::make_tensor<typename Codec::element_type>(n < tile ? n : tile, 0.01 * (1 + r),
                                                               testing::distribution::gaussian,
                                                               1000 + static_cast<std::uint64_t>(r));
   if (n > tile) {
     v.resize(n);
-    for (std::uint64_t i = tile; i < n; ++i) v[i] = v[i - tile];
+    for (std::uint64_t i = tile; i < n; ++i) v[i] = static_cast<T>(v[i % tile] ^ static_cast<T>((i / tile) & 3));
   }
   return v;
 }
