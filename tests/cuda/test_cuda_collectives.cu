@@ -829,4 +829,34 @@ TEST_CASE("once a device communicator's call is captured in a graph, its workspa
   cudaStreamDestroy(s);
 }
 
+// A call refused for its arguments in a capture enqueued nothing: the graph holds no use of the
+// workspace, which still grows for a later eager call.
+TEST_CASE("a device communicator's call refused in a capture leaves its workspace free to grow",
+          "[gpu][cuda_collective][communicator]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  cuda_local_world solo(1, world_options());
+  communicator<C, strategy::always, cuda_local_transport> comm(solo.rank(0));
+  const std::uint64_t big = 100000;
+  testing::device_buffer<T> in(big), out(big);
+  REQUIRE(cudaMemset(in.p, 0, big * sizeof(T)) == cudaSuccess);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(comm.all_reduce(in.p, out.p, 1000, op::sum, s) == status::success);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  const std::uint64_t had = comm.workspace_bytes();
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const status refused = comm.all_reduce(nullptr, out.p, 1000, op::sum, s);  // a null sendbuff
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  CHECK(refused == status::invalid_argument);
+  if (graph) cudaGraphDestroy(graph);
+  CHECK(comm.all_reduce(in.p, out.p, big, op::sum, s) == status::success);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(comm.result() == status::success);
+  CHECK(comm.workspace_bytes() > had);
+  CHECK(out.get(big) == std::vector<T>(big, 0));
+  cudaStreamDestroy(s);
+}
+
 int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }

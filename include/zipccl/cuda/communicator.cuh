@@ -156,9 +156,12 @@ class communicator<Codec, Strategy, Transport, std::enable_if_t<transport::is_de
     if (capturing(stream)) return need <= pipe_->slots() ? status::success : status::invalid_argument;
     return pipe_->reserve(want);
   }
-  // The call's outcome, after marking its use of the workspace on its stream: every call, also
-  // one that returned an error, since the transport may have refused it part way.
+  // The call's outcome, after marking its use of the workspace on its stream: every call that
+  // enqueued work, also one that returned an error part way. invalid_argument enqueued nothing
+  // (the collectives' contract): no mark, and a refused call in a capture leaves the workspace
+  // free to grow later.
   status used(cudaStream_t stream, status s) {
+    if (s == status::invalid_argument) return s;
     const status m = use_event(stream);
     return s != status::success ? s : m;
   }
