@@ -1,6 +1,7 @@
 // transport::nccl (gpu): a one-rank communicator sends to itself inside a group and carries every
 // device collective, eagerly, in checked mode and captured in a graph; every local error leaves
-// the communicator usable for the next call; copies share one abort; where the machine has several
+// the communicator usable for the next call; copies share one abort; checked agreements from two
+// threads wait for each other; where the machine has several
 // GPUs, one rank per GPU runs ring steps (ncclCommInitAll, one process).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include <zipccl/cuda/collective.cuh>
@@ -154,6 +156,38 @@ TEST_CASE("transport::nccl: every device collective on one rank, eager, checked 
   cudaFree(st);
   cudaStreamDestroy(s);
   ncclCommDestroy(comm);
+}
+
+// The checked mode's agreement polls with the wrapper's lock let go: a second thread's agreement
+// waits for the first (they share the wrapper's device words), and an abort() ends the wrapper.
+TEST_CASE("transport::nccl: checked agreements from two threads on a non-blocking communicator, then an abort",
+          "[gpu][nccl]") {
+  ncclUniqueId id;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, 1, id, 0, &config);
+  REQUIRE((r == ncclSuccess || r == ncclInProgress));
+  transport::nccl::options o;
+  o.checked = true;
+  o.settle_seconds = 30;
+  transport::nccl t(comm, o);
+  REQUIRE(t.init_status() == status::success);
+  const int each = 50;
+  std::vector<status> got(2 * each, static_cast<status>(-1));
+  std::thread other([&] {
+    for (int i = 0; i < each; ++i) got[each + i] = t.agree(1000 + static_cast<std::uint64_t>(i), -1, nullptr);
+  });
+  for (int i = 0; i < each; ++i) got[i] = t.agree(5000 + static_cast<std::uint64_t>(i), -1, nullptr);
+  other.join();
+  for (int i = 0; i < 2 * each; ++i) {
+    INFO("agreement " << i);
+    CHECK(got[i] == status::success);
+  }
+  CHECK(t.async_error() == status::success);
+  t.abort(status::peer_failed);
+  CHECK(t.agree(9000, -1, nullptr) == status::peer_failed);
 }
 
 TEST_CASE("transport::nccl: one rank per GPU, ring steps", "[gpu][nccl]") {

@@ -22,11 +22,14 @@
 //     cuda::last_error().library (invalid_argument for NCCL's argument errors, peer_failed for
 //     ncclRemoteError).
 //
-// abort() may come from another thread (a watchdog): it is atomic, happens once for all copies,
-// and waits for a call in progress on the wrapper to return first. For a watchdog that must end
-// a call stuck in NCCL, use a non-blocking communicator (ncclConfig_t::blocking = 0): the
-// wrapper polls its calls (settle) in short steps and gives up as soon as abort() is called or
-// options::settle_seconds pass (timed_out). An abort() while this thread holds a group open is
+// abort() may come from another thread (a watchdog): it is atomic and happens once for all
+// copies. A blocking communicator's call inside NCCL holds the wrapper's lock, and abort() waits
+// for it to return. For a watchdog that must end a call stuck in NCCL, use a non-blocking
+// communicator (ncclConfig_t::blocking = 0): the wrapper then polls (a call's enqueue, the checked
+// mode's agreement) in short steps with its lock let go, so abort() gets in between two polls and
+// the polling call returns peer_failed; it also gives up at its deadline (timed_out) and on an
+// asynchronous error. While one call polls, the wrapper's other calls from other threads wait for
+// it (async_error() and abort() do not). An abort() while this thread holds a group open is
 // carried out at group_end(), after ncclGroupEnd() has closed the thread's NCCL group (every
 // ncclGroupStart is closed).
 //
@@ -58,6 +61,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -123,19 +127,19 @@ class nccl {
   status init_status() const { return s_->init; }
 
   status send(int peer, const void* buf, std::uint64_t bytes, cudaStream_t stream) {
-    std::unique_lock<std::mutex> lock(s_->mutex);
+    std::unique_lock<std::mutex> lock = enter();
     if (const status s = usable(peer, buf, bytes); s != status::success) return s;
     return settle(lock, ncclSend(buf, static_cast<size_t>(bytes), ncclUint8, peer, s_->comm, stream),
                   "transport::nccl: ncclSend");
   }
   status recv(int peer, void* buf, std::uint64_t bytes, cudaStream_t stream) {
-    std::unique_lock<std::mutex> lock(s_->mutex);
+    std::unique_lock<std::mutex> lock = enter();
     if (const status s = usable(peer, buf, bytes); s != status::success) return s;
     return settle(lock, ncclRecv(buf, static_cast<size_t>(bytes), ncclUint8, peer, s_->comm, stream),
                   "transport::nccl: ncclRecv");
   }
   status group_start() {
-    std::unique_lock<std::mutex> lock(s_->mutex);
+    std::unique_lock<std::mutex> lock = enter();
     if (s_->aborted.load()) return status::peer_failed;
     if (s_->size == 0 || s_->in_group) return status::invalid_argument;
     const ncclResult_t r = ncclGroupStart();
@@ -146,7 +150,7 @@ class nccl {
   // Closes the group (ncclGroupEnd) whatever happened since group_start; an abort() that came
   // meanwhile is carried out after it, and the group's outcome is then peer_failed.
   status group_end() {
-    std::unique_lock<std::mutex> lock(s_->mutex);
+    std::unique_lock<std::mutex> lock = enter();
     if (!s_->in_group) return s_->aborted.load() ? status::peer_failed : status::invalid_argument;
     s_->in_group = false;
     const status s = settle(lock, ncclGroupEnd(), "transport::nccl: ncclGroupEnd");
@@ -157,10 +161,9 @@ class nccl {
     }
     return s;
   }
-  // Waits only for a call of another thread on this wrapper (NCCL allows one thread at a time on a
-  // communicator) and for an abort() in progress. The wrapper lets its lock go whenever it polls
-  // (a non-blocking call, the checked mode's agreement); a blocking communicator's call that
-  // blocks inside NCCL holds it.
+  // Waits only for a call of another thread that holds the wrapper's lock (NCCL allows one thread
+  // at a time on a communicator) and for an abort() in progress; it gets in between the polls of a
+  // call that polls.
   status async_error() {
     const std::lock_guard<std::mutex> lock(s_->mutex);
     if (s_->aborted.load()) return status::peer_failed;
@@ -182,6 +185,8 @@ class nccl {
       return;
     }
     (void)ncclCommAbort(s_->comm);
+    lock.unlock();
+    s_->idle.notify_all();  // (calls waiting for a poller see the flag)
   }
   bool aborted() const { return s_->aborted.load(); }
 
@@ -189,12 +194,13 @@ class nccl {
   // cached, or every rank (peer >= 0: the peer, whose signature must be ~signature) passed the
   // same one; size_mismatch where they differ; invalid_argument for an uncached signature while
   // `stream` is being captured; an NCCL or CUDA error as the other calls. Waits on the host for
-  // the small all-reduce (only on a signature's first call), at most options::settle_seconds
-  // (timed_out; the all-reduce is then still enqueued: the caller must abort), and returns
-  // peer_failed as soon as abort() is called meanwhile.
+  // the small all-reduce (only on a signature's first call), at most options::settle_seconds for
+  // its enqueue and completion together (timed_out; the all-reduce is then still enqueued: the
+  // caller must abort), and returns peer_failed as soon as abort() is called meanwhile, or the
+  // communicator's asynchronous error as soon as NCCL reports one.
   status agree(std::uint64_t signature, int peer, cudaStream_t stream) {
     state& s = *s_;
-    std::unique_lock<std::mutex> lock(s.mutex);
+    std::unique_lock<std::mutex> lock = enter();
     if (!s.opt.checked) return status::success;
     if (s.aborted.load()) return status::peer_failed;
     if (s.size == 0 || peer >= s.size || s.in_group) return status::invalid_argument;
@@ -208,21 +214,24 @@ class nccl {
     std::uint64_t got[2] = {0, 0};
     if (cudaMemcpyAsync(s.words, mine, sizeof mine, cudaMemcpyHostToDevice, s.stream) != cudaSuccess)
       return cuda::detail::fail(cudaGetLastError(), "transport::nccl: agree");
+    const auto until = deadline(s.opt.settle_seconds);  // (enqueue and completion together)
     status e = status::success;
     if (peer < 0) {
       // max of the signature and of its complement: every rank sees {max, ~min}
       e = settle(lock, ncclAllReduce(s.words, s.words + 2, 2, ncclUint64, ncclMax, s.comm, s.stream),
-                 "transport::nccl: agree (ncclAllReduce)");
+                 "transport::nccl: agree (ncclAllReduce)", until);
     } else {
-      if (ncclGroupStart() != ncclSuccess) return status::cuda_error;
+      if (const ncclResult_t g = ncclGroupStart(); g != ncclSuccess)
+        return result(g, "transport::nccl: agree (ncclGroupStart)");
       const ncclResult_t a = ncclSend(s.words, 1, ncclUint64, peer, s.comm, s.stream);
       const ncclResult_t b = ncclRecv(s.words + 2, 1, ncclUint64, peer, s.comm, s.stream);
-      e = settle(lock, ncclGroupEnd(), "transport::nccl: agree (ncclGroupEnd)");
-      if (e == status::success && (a != ncclSuccess || b != ncclSuccess)) e = status::cuda_error;
+      e = settle(lock, ncclGroupEnd(), "transport::nccl: agree (ncclGroupEnd)", until);
+      if (e == status::success && a != ncclSuccess) e = result(a, "transport::nccl: agree (ncclSend)");
+      if (e == status::success && b != ncclSuccess) e = result(b, "transport::nccl: agree (ncclRecv)");
     }
     // the all-reduce waits for every rank on the device: poll for it with the lock let go, so that
     // an abort() from another thread gets in, then read the words back
-    if (e == status::success) e = drain(lock, s.stream);
+    if (e == status::success) e = drain(lock, s.stream, until);
     if (e != status::success) return e;
     if (cudaMemcpyAsync(got, s.words + 2, sizeof got, cudaMemcpyDeviceToHost, s.stream) != cudaSuccess ||
         cudaStreamSynchronize(s.stream) != cudaSuccess)
@@ -240,8 +249,10 @@ class nccl {
     int rank = 0, size = 0, device = -1;
     status init = status::invalid_argument;
     std::mutex mutex;  // one call at a time on the communicator, abort() included
+    std::condition_variable idle;  // signalled when a polling call is done (busy false)
     std::atomic<bool> aborted{false};
     bool in_group = false, abort_pending = false;
+    bool busy = false;  // a call polls with the lock let go: the other calls wait for it
     std::vector<std::uint64_t> agreed;  // the checked mode's signatures (with their peer)
     std::uint64_t* words = nullptr;     // 4 words of device memory on the communicator's GPU
     cudaStream_t stream = nullptr;      // the checked mode's own
@@ -255,6 +266,43 @@ class nccl {
     if (!(seconds < 1e9)) return std::chrono::steady_clock::time_point::max();
     return std::chrono::steady_clock::now() +
            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  }
+  // The lock for a call: taken once no other call is polling (or the wrapper was aborted, which
+  // the call then reports).
+  std::unique_lock<std::mutex> enter() {
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    s_->idle.wait(lock, [&] { return !s_->busy || s_->aborted.load(); });
+    return lock;
+  }
+  // Marks the wrapper busy while a call polls with its lock let go (clears it however the call
+  // leaves; the lock is held again by then).
+  class polling {
+   public:
+    explicit polling(state& s) : s_(s) { s_.busy = true; }
+    ~polling() {
+      s_.busy = false;
+      s_.idle.notify_all();
+    }
+    polling(const polling&) = delete;
+    polling& operator=(const polling&) = delete;
+
+   private:
+    state& s_;
+  };
+  // One step of a poll: the lock let go for a moment (an abort() gets in), then the verdict so far:
+  // peer_failed once aborted (the communicator may be gone), the communicator's asynchronous
+  // error, timed_out past `until`, success to poll on.
+  status poll_step(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until,
+                   ncclResult_t* async, const char* step) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    lock.lock();
+    // (abort() sets the flag before it takes the lock: seen here, the communicator may be gone)
+    if (s_->aborted.load()) return status::peer_failed;
+    if (ncclCommGetAsyncError(s_->comm, async) != ncclSuccess) *async = ncclInternalError;
+    if (*async != ncclSuccess && *async != ncclInProgress) return result(*async, step);
+    if (std::chrono::steady_clock::now() > until) return status::timed_out;
+    return status::success;
   }
   // The checked mode's words and stream, made on the communicator's GPU at its first use.
   status check_buffers() {
@@ -282,34 +330,32 @@ class nccl {
   }
   // A non-blocking communicator answers ncclInProgress while it enqueues; NCCL wants it polled
   // until the enqueue is done before the next call (this waits for the enqueue, not the GPU).
-  // Gives up at the settle deadline (timed_out) or once abort() is called (peer_failed); the lock
-  // is let go between polls so that an abort from another thread gets in.
+  // Gives up at `until` (timed_out; by default the settle deadline) or once abort() is called
+  // (peer_failed).
   status settle(std::unique_lock<std::mutex>& lock, ncclResult_t r, const char* step) {
-    const auto until = deadline(s_->opt.settle_seconds);
-    while (r == ncclInProgress) {
-      if (std::chrono::steady_clock::now() > until) return status::timed_out;
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-      lock.lock();
-      // (abort() sets the flag before it takes the lock: seen here, the communicator may be gone)
-      if (s_->aborted.load()) return status::peer_failed;
-      if (ncclCommGetAsyncError(s_->comm, &r) != ncclSuccess) r = ncclInternalError;
-    }
+    return settle(lock, r, step, deadline(s_->opt.settle_seconds));
+  }
+  status settle(std::unique_lock<std::mutex>& lock, ncclResult_t r, const char* step,
+                std::chrono::steady_clock::time_point until) {
+    if (r != ncclInProgress) return result(r, step);
+    const polling mark(*s_);
+    while (r == ncclInProgress)
+      if (const status e = poll_step(lock, until, &r, step); e != status::success) return e;
     return result(r, step);
   }
   // Waits for the checked mode's stream, polling with the lock let go between polls; gives up at
-  // the settle deadline (timed_out) or once abort() is called (peer_failed).
-  status drain(std::unique_lock<std::mutex>& lock, cudaStream_t stream) {
-    const auto until = deadline(s_->opt.settle_seconds);
+  // `until` (timed_out), once abort() is called (peer_failed) or on the communicator's
+  // asynchronous error (a peer that failed: the all-reduce would never end).
+  status drain(std::unique_lock<std::mutex>& lock, cudaStream_t stream, std::chrono::steady_clock::time_point until) {
+    const polling mark(*s_);
+    ncclResult_t async = ncclSuccess;
     while (true) {
       const cudaError_t q = cudaStreamQuery(stream);
       if (q == cudaSuccess) return status::success;
       if (q != cudaErrorNotReady) return cuda::detail::fail(q, "transport::nccl: agree (cudaStreamQuery)");
-      if (std::chrono::steady_clock::now() > until) return status::timed_out;
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-      lock.lock();
-      if (s_->aborted.load()) return status::peer_failed;
+      if (const status e = poll_step(lock, until, &async, "transport::nccl: agree (asynchronous error)");
+          e != status::success)
+        return e;
     }
   }
   static status result(ncclResult_t r, const char* step) {
