@@ -198,6 +198,28 @@ TEST_CASE("multiply is op(a) op(b) + beta c, and refuses shapes that do not fit"
   CHECK(multiply(a, false, b, true, static_cast<matrix<double>*>(nullptr)) == status::invalid_argument);
 }
 
+TEST_CASE("multiply refuses an output that is an input, and takes an inner dimension of 0", "[subspace][host]") {
+  matrix<double> a = gaussian<double>(4, 4, 21), b = gaussian<double>(4, 4, 22);
+  const matrix<double> a0 = a, b0 = b;
+  CHECK(multiply(a, false, b, false, &a) == status::invalid_argument);  // would overwrite its own input
+  CHECK(multiply(a, false, b, true, &b, 1.0) == status::invalid_argument);
+  CHECK(a.v == a0.v);
+  CHECK(b.v == b0.v);
+  // 3x0 * 0x2: beta * c, zeros with beta 0
+  const matrix<float> x(3, 0), y(0, 2);
+  matrix<float> c(3, 2, 5.0f);
+  REQUIRE(multiply(x, false, y, false, &c, 2.0) == status::success);  // a double beta for float matrices
+  CHECK(c.v == std::vector<float>(6, 10.0f));
+  REQUIRE(multiply(x, false, y, false, &c) == status::success);
+  CHECK(c.rows == 3);
+  CHECK(c.cols == 2);
+  CHECK(c.v == std::vector<float>(6, 0.0f));
+  matrix<float> empty;
+  REQUIRE(multiply(matrix<float>(0, 3), false, matrix<float>(3, 4), false, &empty) == status::success);
+  CHECK(empty.rows == 0);
+  CHECK(empty.cols == 4);
+}
+
 TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
   const matrix<float> a = random_orthonormal<float>(16, 4, 1);
   const matrix<float> x = gaussian<float>(3, 16, 2);

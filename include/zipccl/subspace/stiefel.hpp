@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -40,13 +41,24 @@ struct matrix {
 
 // *c = op(a) op(b) + beta * (*c), op transposing where trans_a / trans_b say, through the
 // subspace codec's BLAS. With beta == 0, *c is made op(a).rows x op(b).cols first; otherwise it
-// must have that shape. invalid_argument for a null c or shapes that do not fit (c untouched).
+// must have that shape. An inner dimension of 0 gives beta * (*c) (zeros with beta == 0). beta
+// takes any arithmetic value (1.0 for a float matrix). invalid_argument, with c untouched, for a
+// null c, a c that is a or b, shapes that do not fit, or a dimension past the BLAS's int.
 template <class T>
-status multiply(const matrix<T>& a, bool trans_a, const matrix<T>& b, bool trans_b, matrix<T>* c, T beta = T(0)) {
+status multiply(const matrix<T>& a, bool trans_a, const matrix<T>& b, bool trans_b, matrix<T>* c,
+                std::common_type_t<T> beta = T(0)) {
   const std::size_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
   const std::size_t kb = trans_b ? b.cols : b.rows, n = trans_b ? b.rows : b.cols;
-  if (c == nullptr || k != kb || (beta != T(0) && (c->rows != m || c->cols != n))) return status::invalid_argument;
+  constexpr std::size_t most = static_cast<std::size_t>(std::numeric_limits<int>::max());
+  if (c == nullptr || c == &a || c == &b || k != kb || m > most || n > most || k > most ||
+      (beta != T(0) && (c->rows != m || c->cols != n)))
+    return status::invalid_argument;
   if (beta == T(0)) *c = matrix<T>(m, n);
+  if (m == 0 || n == 0) return status::success;
+  if (k == 0) {  // (the BLAS refuses a leading dimension of 0)
+    for (T& x : c->v) x *= beta;
+    return status::success;
+  }
   detail::gemm<T>(trans_a, trans_b, m, n, k, T(1), a.data(), a.cols, b.data(), b.cols, beta, c->data(), n);
   return status::success;
 }
