@@ -135,6 +135,13 @@ inline thread_groups& groups_of_this_thread() {
   thread_local thread_groups g;
   return g;
 }
+// This thread's number as a rank's owner: never 0 (a free rank) and never given to another
+// thread, also after this one ends (a thread_local's address could be).
+inline std::uint64_t this_thread_number() {
+  static std::atomic<std::uint64_t> last{0};
+  thread_local const std::uint64_t mine = ++last;
+  return mine;
+}
 
 }  // namespace cuda_local_detail
 
@@ -183,7 +190,7 @@ class cuda_local_transport {
   bool in_group_ = false;
   bool refused_ = false;                 // an operation of the open group was refused
   cuda_local_transport* next_in_group_ = nullptr;
-  std::atomic<const void*> owner_{nullptr};  // the thread that uses the rank now (see take())
+  std::atomic<std::uint64_t> owner_{0};  // the thread that uses the rank now, 0 if none (see take())
 };
 
 class cuda_local_world {
@@ -344,9 +351,11 @@ class cuda_local_world {
   // after an abort, once the ranks' streams are synchronised, so that no copy still reads a
   // buffer); throws zipccl::error (invalid_argument) otherwise. A group that a thread left open
   // must be closed by that thread (group_end(), which then fails); run() closes those itself.
+  // The check is not atomic with a call that starts while reset() runs: that is the caller's
+  // promise above, not something reset() can see.
   void reset() {
     for (const auto& t : ranks_)
-      if (t->owner_.load() != nullptr)
+      if (t->owner_.load() != 0)
         throw error(status::invalid_argument, "cuda_local_world::reset: a rank is in a call or an open group");
     if (match_.reset() != status::success)
       throw error(status::invalid_argument, "cuda_local_world::reset: a rank is still in a call");
@@ -499,7 +508,7 @@ status cuda_local_transport::add(bool send, int peer, void* buf, std::uint64_t b
     cuda_local_transport* t;
     bool single;
     ~release_single() {
-      if (single) t->owner_.store(nullptr);
+      if (single) t->owner_.store(0);
     }
   } const release{this, held == claim::single};
   status bad = status::success;
@@ -588,7 +597,7 @@ bool cuda_local_transport::close_group() {
     t->used_ = 0;
     t->refused_ = false;
     t->next_in_group_ = nullptr;
-    t->owner_.store(nullptr);
+    t->owner_.store(0);
     t = next;
   }
   g = cuda_local_detail::thread_groups{};
@@ -599,16 +608,15 @@ bool cuda_local_transport::close_group() {
 // grouped: it is already in this thread's open group; refused: another thread uses it.
 cuda_local_transport::claim cuda_local_transport::take() {
   const auto& g = cuda_local_detail::groups_of_this_thread();
-  const void* me = &g;
-  const void* was = nullptr;
+  const std::uint64_t me = cuda_local_detail::this_thread_number();
+  std::uint64_t was = 0;
   if (owner_.compare_exchange_strong(was, me)) return claim::single;
-  // (a thread's address reused after it ended with a group open is not this thread's group)
   return was == me && in_group_ && g.depth > 0 ? claim::grouped : claim::refused;
 }
 
 status cuda_local_transport::group_end() {
   auto& g = cuda_local_detail::groups_of_this_thread();
-  if (owner_.load() != &g || !in_group_ || g.depth == 0 || g.world != world_) return status::invalid_argument;
+  if (owner_.load() != cuda_local_detail::this_thread_number() || !in_group_ || g.depth == 0 || g.world != world_) return status::invalid_argument;
   if (--g.depth > 0) return status::success;
   // the outermost end: gather the operations of every rank the group spans into this rank's list
   std::size_t total = 0;
