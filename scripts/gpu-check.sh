@@ -26,7 +26,8 @@
 #        CUDA_MODULE_LOADING=LAZY, CUDA_DEVICE_MAX_CONNECTIONS=1, CUDA_LAUNCH_BLOCKING=1 and
 #        compute-sanitizer (memcheck, racecheck, synccheck), where a transport whose kernels wait
 #        for each other would stall; the examples, and the collectives' and the subspace codec's
-#        benchmarks; last, the collectives' [large] cases (64 MiB per rank);
+#        benchmarks; last, the collectives' [large] case for one codec (64 MiB per rank;
+#        GPU_CHECK_LARGE=all: every codec, in a call of its own);
 #    10. the host AVX-512 tests where this CPU has AVX-512.
 #
 # GPU_CHECK_BUDGET: seconds for the whole script (default 360). Every step is cut at what the budget
@@ -345,11 +346,18 @@ if ok9 bench_cuda_subspace && have 60; then
     --benchmark_out="$out/bench_subspace.json" --benchmark_out_format=json >"$logs/bench_subspace.log" 2>&1
   note "bench_subspace|$(outcome $?)|bench_subspace.json"
 fi
-# 64 MiB per rank for every collective, codec and rank count: after the benchmarks, as the cases
-# least likely to find what the small ones did not
-for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
-  ok9 "$t" && have 90 && run_bin "$t-large" 240 "$b9/$t" "[large]" --durations yes
-done
+# 64 MiB per rank: after the benchmarks, as the cases least likely to find what the small ones
+# did not. By default one codec (bf16, analytic Gaussian: every collective, ranks 1-8), which fits
+# what a call's budget leaves; GPU_CHECK_LARGE=all runs all twelve codecs (a call of its own, with
+# a budget of 900 or more). (Catch2's spec: `\,` is a comma of the name, not a separator.)
+large_one="64 MiB per rank: every collective equals the host's\\, on one stream and pipelined - device_codecs - 0"
+if [ "${GPU_CHECK_LARGE:-one}" = all ]; then
+  for t in test_cuda_collectives test_cuda_collective_codecs test_cuda_collective_entropy; do
+    ok9 "$t" && have 90 && run_bin "$t-large" 300 "$b9/$t" "[large]" --durations yes
+  done
+elif ok9 test_cuda_collectives && have 45; then
+  run_bin test_cuda_collectives-large-bf16 120 "$b9/test_cuda_collectives" "$large_one" --warn NoTests --durations yes
+fi
 
 # 10. the host AVX-512 paths against the reference, where this CPU has them
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
