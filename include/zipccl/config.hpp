@@ -49,8 +49,8 @@
 
 // Makes GCC and Clang inline a function (placed before it) or a lambda (after its parameter
 // list) whatever their heuristics say: the host rANS encoder's group loop, which must see the
-// caller's locals rather than references to them (host/detail/avx2_rans.hpp). The SIMD paths
-// that use it are built by those compilers only (the feature macros above are theirs).
+// caller's locals rather than references to them (host/detail/rans_group_loops.hpp). The SIMD
+// paths that use it are built by those compilers only (the feature macros above are theirs).
 #if defined(__GNUC__)
 #define ZIPCCL_ALWAYS_INLINE __attribute__((always_inline))
 #else

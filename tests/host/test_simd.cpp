@@ -727,7 +727,7 @@ namespace {
 // lookup), which must agree. Where the lookup reports them found, every lane must have the encode
 // table's entries; returns whether it did.
 template <class Table>
-bool window_finds(const Table& wt, const host::detail::avx2::rans_simd::encode_table& et, const std::uint32_t* sym,
+bool window_finds(const Table& wt, const host::detail::rans_loops::encode_table& et, const std::uint32_t* sym,
                   bool held = false) {
   namespace simd = host::detail::avx512::rans_simd;
   static std::mt19937 noise(31);
@@ -781,7 +781,7 @@ bool window_finds(const Table& wt, const host::detail::avx2::rans_simd::encode_t
 TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
   namespace simd = host::detail::avx512::rans_simd;
   namespace rans = codec_detail::rans;
-  using host::detail::avx2::rans_simd::encode_table;
+  using host::detail::rans_loops::encode_table;
   std::mt19937 rng(5);
   struct shape {
     unsigned first, span;
@@ -842,7 +842,7 @@ TEST_CASE("the AVX-512 encoder's window lookups", "[host][simd]") {
 TEST_CASE("the AVX-512 encoder's fp16 window lookups", "[host][simd]") {
   namespace simd = host::detail::avx512::rans_simd;
   namespace rans = codec_detail::rans;
-  using host::detail::avx2::rans_simd::encode_table;
+  using host::detail::rans_loops::encode_table;
   using T = simd::fp16_window_table;
   std::mt19937 rng(9);
   struct shape {
