@@ -16,7 +16,24 @@
 #include <zipccl/collective/detail/arith.hpp>
 #include <zipccl/element.hpp>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ZIPCCL_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZIPCCL_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef ZIPCCL_TEST_SANITIZED
+#define ZIPCCL_TEST_SANITIZED 0
+#endif
+
 namespace zipccl::testing {
+
+// Whether this build runs under AddressSanitizer (the sanitize preset). The slowest suites then run
+// a sample of their cases: every shape and code path still, fewer repetitions of each (random
+// mutations, both checksum settings), since the sanitizer looks for reads and writes out of bounds,
+// which the shapes decide; the default build runs them all.
+inline constexpr bool sanitized = ZIPCCL_TEST_SANITIZED != 0;
 
 // Round to nearest even (NaNs stay quiet): the library's own narrowing.
 template <class E>
