@@ -314,9 +314,8 @@ TEMPLATE_TEST_CASE("rANS streams (codebook::entropy): the device decodes the hos
   }
 }
 
-// rANS by warps with more chunks than warps (12,000 chunks of 1,024 elements: an H200 holds about 4,752
-// warps of rans_warps_kernel<E, 4> at 55 registers a thread, 36 an SM, and fewer one-warp
-// blocks), so that warps decode chunk after
+// rANS by warps with more chunks than warps (12,000 chunks of 1,024 elements: more than the
+// resident warps of rans_warps_kernel<E, 4> on any current GPU), so that warps decode chunk after
 // chunk in the same shared memory; then several damaged chunks at once (the tails of some, where
 // the rANS stream words and the padding lie, and the check value of one), so that both kernels
 // find failures and the lowest failing chunk's status must win, as on the host.
@@ -878,8 +877,8 @@ TEST_CASE("launch errors: a caller's earlier error is neither cleared nor blamed
   std::size_t ct = 0;
   REQUIRE(zipccl::cuda::compress<C, tuning>(nullptr, ct, in.p, n, out.p, out.n, size.p, 0) == status::success);
   device_buffer<std::uint8_t> temp(ct);
-  // the caller's own bad launch (too many threads: a non-sticky error; CUDA 13 on an H200 names
-  // it cudaErrorInvalidValue, older runtimes cudaErrorInvalidConfiguration: whichever it is)
+  // the caller's own bad launch (too many threads: a non-sticky error; CUDA 13 names it
+  // cudaErrorInvalidValue, older runtimes cudaErrorInvalidConfiguration: whichever it is)
   no_op_kernel<<<1, 4096>>>();
   const cudaError_t callers = cudaPeekAtLastError();
   REQUIRE(callers != cudaSuccess);
@@ -952,9 +951,8 @@ TEST_CASE("decompress_batch: one large tensor among a thousand small ones", "[gp
 }
 
 // max_in_bytes of 2^64 - 1 ("no bound") over a batch whose grid bound then saturates at 2^64 - 1:
-// with rANS by one-warp blocks, the rANS grid was that bound / 1 + 1, which wrapped to 0 blocks
-// (from 24 tensors on),
-// and the launch failed after the validation was enqueued (found by review, 2026-12-04).
+// with rANS by one-warp blocks, a grid of that bound / 1 + 1 blocks would wrap to 0 (from 24
+// tensors on), and the launch would fail after the validation was enqueued.
 using one_warp_blocks = zipccl::cuda::tuning<64, 32, 1>;
 TEMPLATE_TEST_CASE("decompress_batch with max_in_bytes 2^64 - 1: every tuning decodes, none launches an empty grid",
                    "[gpu][rans-warps]", one_warp_blocks, rans_warps, tuning) {
