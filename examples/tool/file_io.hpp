@@ -104,7 +104,8 @@ inline void refuse_same_file(const std::string& in, const std::string& out) {
     throw std::runtime_error("the output " + out + " is the input file " + in + "; choose another output");
 }
 
-namespace detail {
+// The steps of write_file.
+namespace write_steps {
 inline int write_all(int fd, const std::uint8_t* p, std::uint64_t n) {
   while (n > 0) {
     const std::size_t piece = n < (1u << 30) ? static_cast<std::size_t>(n) : (1u << 30);
@@ -119,9 +120,7 @@ inline int write_all(int fd, const std::uint8_t* p, std::uint64_t n) {
   }
   return 0;
 }
-}  // namespace detail
 
-namespace detail {
 // Writes through an existing non-regular file (a device, a pipe, /dev/stdout), every call checked.
 inline void write_in_place(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -130,7 +129,7 @@ inline void write_in_place(const std::string& path, const std::uint8_t* p, std::
   if (::close(fd) != 0 && e == 0) e = errno;
   if (e != 0) throw io_error("cannot write", path, e);
 }
-}  // namespace detail
+}  // namespace write_steps
 
 inline void write_file(const std::string& path, const std::uint8_t* p, std::uint64_t n) {
   struct stat link {};
@@ -139,13 +138,13 @@ inline void write_file(const std::string& path, const std::uint8_t* p, std::uint
   struct stat st {};
   bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode)) throw std::runtime_error(path + " is a directory, not a file");
-  if (exists && !S_ISREG(st.st_mode)) return detail::write_in_place(path, p, n);  // a device or a pipe
+  if (exists && !S_ISREG(st.st_mode)) return write_steps::write_in_place(path, p, n);  // a device or a pipe
   if (S_ISLNK(link.st_mode)) {
     // /dev/stdout, /proc/self/fd/N: the caller means the open file behind it, not a new file in
     // /dev; a dangling link is followed as a plain create would. Other links: the file they name
     // is replaced beside itself, and the link is kept.
     if (!exists || path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0)
-      return detail::write_in_place(path, p, n);
+      return write_steps::write_in_place(path, p, n);
     char* real = ::realpath(path.c_str(), nullptr);
     if (real == nullptr) throw io_error("cannot write", path, errno);
     target = real;
@@ -170,7 +169,7 @@ inline void write_file(const std::string& path, const std::uint8_t* p, std::uint
     mode = 0666 & ~mask;
   }
   int e = ::fchmod(fd, mode) != 0 ? errno : 0;
-  if (e == 0) e = detail::write_all(fd, p, n);
+  if (e == 0) e = write_steps::write_all(fd, p, n);
   if (e == 0 && ::fsync(fd) != 0) e = errno;
   if (::close(fd) != 0 && e == 0) e = errno;
   if (e == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) e = errno;
