@@ -204,8 +204,8 @@ int main(int argc, char** argv) {
   register_codec<codec<fp16, codebook::entropy>>("fp16/entropy", one);
   register_codec<codec<fp32, codebook::entropy>>("fp32/entropy", one);
   // The rANS decoder's block size: one warp of each block decodes a chunk, so smaller blocks put
-  // more decoding warps on an SM, whose registers bound the blocks it holds (PERFORMANCE.md,
-  // "Device executor")
+  // more decoding warps on an SM, whose registers bound the blocks it holds (docs/design.md,
+  // "rANS on the device")
   for (long mib : {4L, 256L}) {
     benchmark::RegisterBenchmark("bf16/entropy/decompress_threads64",
                                  bm_codec<codec<bf16, codebook::entropy>, true, zipccl::cuda::tuning<64, 32>>)

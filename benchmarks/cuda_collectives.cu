@@ -140,7 +140,7 @@ void bm(benchmark::State& state, which w, std::string kind, double link_gbps, bo
     opt.device_wire.spill_permille = entropy_budget(kind);
     state.counters["spill_permille"] = opt.device_wire.spill_permille;
   }
-  if (std::is_same_v<Strategy, zipccl::strategy::adaptive>) {  // the device cost model of docs/PERFORMANCE.md
+  if (std::is_same_v<Strategy, zipccl::strategy::adaptive>) {  // the device cost model of docs/design.md
     const auto g1 = zipccl::cuda::collective_detail::geometry<Codec, zipccl::cuda::default_tuning>(per_rank, opt);
     opt.model.link_bytes_per_second = link_gbps * 1e9;
     opt.model.latency_seconds = 5e-6;

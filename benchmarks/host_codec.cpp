@@ -289,8 +289,8 @@ void bm_memcpy(benchmark::State& state, const dataset* d) {
 #if ZIPCCL_HAS_AVX2
 // The AVX2 rANS encoder's symbol counts alone (bf16, fp32), over the dataset's elements in chunks of
 // the default size, as plan_chunk takes them: the window of byte counters (count_symbols), or the
-// eight partial tables it hands over to (byte_histogram; docs/PERFORMANCE.md, "The
-// AVX2 symbol counts").
+// eight partial tables it hands over to (byte_histogram; docs/design.md, "The
+// AVX2 rANS kernels").
 template <class E, bool Window>
 void bm_symbol_counts(benchmark::State& state, const dataset* d) {
   const std::uint64_t n = d->bytes.size() / sizeof(typename E::bits_type), chunk = format::default_chunk_elems;

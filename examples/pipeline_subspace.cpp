@@ -46,7 +46,7 @@ namespace {
 constexpr std::size_t ctx = 8, emb = 16, vocab = 256;
 std::size_t d = 128;       // the boundary's width (--dim)
 std::size_t batch = 512;  // tokens per micro-batch
-double stiefel_lr = 1e-2;  // the Stiefel step size of A (docs/BENCHMARKS.md has a sweep)
+double stiefel_lr = 1e-2;  // the Stiefel step size of A (docs/benchmarks.md has a sweep)
 // residual VQ of z: groups of `vq_sub` numbers, `vq_rounds` rounds of `vq_codewords` words, and
 // `vq_slice` codewords synced per micro-batch
 std::size_t vq_sub = 4, vq_rounds = 4, vq_codewords = 256, vq_slice = 64;

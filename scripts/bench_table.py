@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns bench_host_codec's JSON output into the markdown tables of docs/BENCHMARKS.md.
+"""Turns bench_host_codec's JSON output into the markdown tables of docs/benchmarks.md.
 
 usage: scripts/bench_table.py bench.json
 """

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Turns nvcc's -Xptxas=-v output (a build log) into the kernel resource table of
-docs/PERFORMANCE.md: registers, shared memory, stack frame and spills per kernel and architecture.
+"""Turns nvcc's -Xptxas=-v output (a build log) into a kernel resource table
+(docs/design.md, "Kernel resources"): registers, shared memory, stack frame and spills per kernel
+and architecture.
 
 usage: touch tests/cuda/test_cuda_codec.cu
        cmake --build --preset default --target test_cuda_codec > build.log 2>&1

@@ -3,7 +3,7 @@
 normalised (as rans::normalize does) from counts over every k-th group of 32 elements, scaled up,
 with the symbols the sample misses counted 1 (codec_detail::rans::counts_from_sample), against
 the table from the exact counts. Model only: rests at 8 bits an element, no headers or tables
-(docs/PERFORMANCE.md, "fp16's sampled counts").
+(docs/design.md, "fp16's sampled counts").
 
     python3 scripts/sampled_counts_study.py [--data ../shared/data] [--chunk 65536] [--strides 2,3,4,5,7,8]
 """

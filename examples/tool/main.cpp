@@ -620,7 +620,7 @@ int cmd_plan(const args& a) {
   zipccl::cost_model m;
   m.link_bytes_per_second = parse_positive(*a.get("--link-gbps"), "--link-gbps") * 1e9 / 8;  // Gb/s to bytes/s
   if (auto v = a.get("--latency-us")) m.latency_seconds = parse_positive(*v, "--latency-us") * 1e-6;
-  // defaults: the host codec on one core, as docs/BENCHMARKS.md records it
+  // defaults: the host codec on one core, as docs/benchmarks.md records it
   m.compress_bytes_per_second = type == zipccl::dtype::fp32 ? 8e9 : 6e9;
   m.decompress_bytes_per_second = type == zipccl::dtype::fp16 ? 8e9 : 12e9;
   m.ratio = type == zipccl::dtype::bf16 ? 1.42 : type == zipccl::dtype::fp16 ? 1.12 : 1.17;

@@ -13,7 +13,7 @@
 
 namespace zipccl {
 
-// The wire-format identifier of an element type (docs/FORMAT.md, header byte 6).
+// The wire-format identifier of an element type (docs/format.md, header byte 6).
 enum class dtype : std::uint8_t { bf16 = 1, fp16 = 2, fp32 = 3 };
 
 namespace detail {
@@ -50,7 +50,7 @@ struct bf16 : detail::float_layout<std::uint16_t, 8, 7, dtype::bf16> {
   static constexpr const char* name = "bf16";
 };
 // IEEE binary16: 1 sign, 5 exponent, 10 mantissa bits. The rest is 11 bits: a byte plus three
-// bit planes (docs/FORMAT.md).
+// bit planes (docs/format.md).
 struct fp16 : detail::float_layout<std::uint16_t, 5, 10, dtype::fp16> {
   static constexpr const char* name = "fp16";
 };

@@ -184,7 +184,7 @@ d = bytearray(open('ok.zpc','rb').read()); d[len(d)//2] ^= 0x10; open('flip.zpc'
   ;;
 hostile)
   # Defects an adversarial campaign found (issue 10); each check failed before its fix.
-  # a stream header with its hash (FORMAT.md "Header", "Hash"), for the forged streams below
+  # a stream header with its hash (docs/format.md "Header", "Hash"), for the forged streams below
   cat >forge.py <<'PY'
 import struct
 M = 2**64 - 1

@@ -38,7 +38,7 @@ TEMPLATE_TEST_CASE("analytic window covers >= 97% of Gaussian data at every deca
     const double best = coverage<TestType>(table_of<TestType>(codebook::histogram{}, v), v);
     INFO(TestType::name << " scale 1e" << k << " coverage " << c << " best possible " << best);
     // The best seven exponents of N(0, s) cover 96.97% .. 97.87% depending on f = frac(log2 s)
-    // (docs/FORMAT.md). Near f = 0.72 two windows tie at the 96.97% minimum, so no 7-entry code
+    // (docs/format.md). Near f = 0.72 two windows tie at the 96.97% minimum, so no 7-entry code
     // reaches 97% there (the decade 1e-4 has f = 0.71): in that band the window must be one of
     // the two tied ones instead.
     const double f = std::log2(scale) - std::floor(std::log2(scale));
@@ -183,7 +183,7 @@ TEST_CASE("rANS frequencies: every present symbol keeps at least 1, the sum is 4
   }
 }
 
-// fp16's sampled counts (FORMAT.md): which bodies sample and which groups, and the rule's
+// fp16's sampled counts (docs/format.md): which bodies sample and which groups, and the rule's
 // arithmetic on a small case: 0x00 and 0x80 as counted over the body, each other sampled symbol
 // scaled from the sample (rounded down), a symbol present outside the sample 1, an absent one 0.
 TEST_CASE("rANS sampled counts follow the format's rule", "[host][codebook][rans]") {

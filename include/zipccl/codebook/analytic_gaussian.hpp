@@ -3,7 +3,7 @@
 // Model. Let x ~ N(0, s^2) and e = floor(log2 |x|) (the unbiased exponent of a normal value).
 // The probability that e = k is P(2^k <= |x| < 2^(k+1)), a smooth bump in k about 3.5 binades
 // wide around log2 s. Two facts follow, both checked numerically over every fractional part of
-// log2 s (the derivation and the table are in docs/FORMAT.md):
+// log2 s (the derivation and the table are in docs/format.md):
 //   1. the mean exponent is E[e] = log2 s - 1.417 (to 0.001), independent of the fractional part
 //      of log2 s, so the sample mean of the exponent fields estimates log2 s without a histogram;
 //   2. the 7-binade window with the largest mass starts at lo = floor(E[e] - 3.3) (in biased field

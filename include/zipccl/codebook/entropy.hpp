@@ -3,15 +3,15 @@
 // Instead of a 7-entry table and 3-bit codes, each chunk carries a table of 12-bit symbol
 // frequencies counted over its body, and the symbols (the exponent field of bf16 and fp32, the
 // high byte of fp16) are coded with 32 interleaved rANS states, so the exponent costs close to its
-// entropy rather than 3 bits plus escapes. docs/PERFORMANCE.md ("Choosing an entropy code")
-// argues the choice; docs/FORMAT.md ("rANS chunk") has the bytes; codec/rans.hpp the shared code.
+// entropy rather than 3 bits plus escapes. docs/design.md ("The entropy code")
+// argues the choice; docs/format.md ("rANS chunk") has the bytes; codec/rans.hpp the shared code.
 //
-// Where it runs today: the host executor (the reference and an AVX2 path, encoder and decoder),
+// Where it runs: the host executor (the reference, AVX2 and AVX-512 paths, encoder and decoder),
 // the host collectives (their wire carries rANS chunks and zero masks), the device executor
 // (cuda::compress and cuda::decompress; cuda::block_encode and cuda::block_decode with Entropy =
 // true) and the device collectives (their fixed-size wire carries the rANS bodies in its spill
-// area, so they need a budget near the raw size: spill_permille_for); the device code is
-// compiled, not yet run on a GPU. Not yet: an AVX-512 path (AVX-512 CPUs take the AVX2 one).
+// area, so they need a budget near the raw size: spill_permille_for). README.md's status table
+// says which of the device paths have run on a GPU.
 #pragma once
 
 #include "../config.hpp"

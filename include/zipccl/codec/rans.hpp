@@ -1,5 +1,5 @@
 // zipccl: the rANS body of the rans and zero_rans chunk modes (codebook::entropy), shared by
-// every executor. docs/FORMAT.md ("rANS chunk") is the normative description.
+// every executor. docs/format.md ("rANS chunk") is the normative description.
 //
 // Each element splits into an 8-bit symbol, entropy coded, and a rest that travels raw:
 //   bf16  symbol = exponent field (bits 7..14)     rest byte = sign << 7 | mantissa
@@ -81,7 +81,7 @@ ZIPCCL_HOST_DEVICE constexpr bool zeros_pay(std::uint64_t z, std::uint64_t b) {
 // fp16's symbols (its elements' high bytes) fill no byte-compare window of fourteen or sixteen to
 // be counted in (bf16 and fp32 do: host/detail/avx*_rans.hpp's count_symbols): a full histogram
 // is a large share of the host's fp16 compression, and the sample costs little of the ratio
-// (PERFORMANCE.md, "fp16's sampled counts"). bf16, fp32 and smaller bodies count every element.
+// (docs/design.md, "fp16's sampled counts"). bf16, fp32 and smaller bodies count every element.
 inline constexpr std::uint64_t sample_min_elems = 32768;
 inline constexpr std::uint64_t sample_every = 5;
 

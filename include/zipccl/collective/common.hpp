@@ -49,7 +49,7 @@ struct adaptive {};  // per call, the path the cost model (collective_options::m
 // The compressed path is taken when it is predicted faster by at least the factor `margin`, so
 // that errors of the model near the break-even point cost little. calibrate() measures a, b, c, d
 // and r on a transport; every rank must hold the same model (calibrate makes sure), so that every
-// rank takes the same path. docs/PERFORMANCE.md checks the model against measurements.
+// rank takes the same path. docs/design.md ("The cost model") checks it against measurements.
 struct cost_model {
   double latency_seconds = 5e-6;
   double link_bytes_per_second = 10e9;
@@ -124,7 +124,7 @@ struct pipeline_options {
   unsigned depth = 2;  // >= 1
 };
 
-// The fixed-size wire of the device collectives (detail/fixed_wire.hpp, docs/FORMAT.md): a
+// The fixed-size wire of the device collectives (detail/fixed_wire.hpp, docs/format.md): a
 // segment of m elements travels as one message with room for ceil(m * spill_permille / 1000)
 // bytes of escapes (and of the rest of chunks that fall back to stored). A segment whose escapes
 // exceed it fails with status::wire_overflow on every rank. 40 fits Gaussian-like tensors with

@@ -1,5 +1,5 @@
 // zipccl: the spill budget a tensor needs on the device collectives' fixed-size wire
-// (collective_options::device_wire.spill_permille; docs/FORMAT.md, "Fixed-size segments").
+// (collective_options::device_wire.spill_permille; docs/format.md, "Fixed-size segments").
 //
 //   using C = zipccl::codec<zipccl::bf16, zipccl::codebook::entropy>;
 //   opt.device_wire.spill_permille = zipccl::spill_permille_for<C>(sample, n, opt);

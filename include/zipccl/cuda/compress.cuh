@@ -31,7 +31,7 @@
 namespace zipccl::cuda {
 
 struct compress_options {
-  bool checksum = false;    // hash every chunk's whole body (docs/FORMAT.md)
+  bool checksum = false;    // hash every chunk's whole body (docs/format.md)
   bool zero_groups = true;  // leave all-zero 64-element groups out of a chunk where that pays
 };
 

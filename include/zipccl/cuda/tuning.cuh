@@ -43,7 +43,7 @@ struct tuning {
 };
 
 // The default: 256 threads x 32 elements = 8,192-element chunks (16 KiB of bf16 per block). It has
-// not yet been tuned on hardware; docs/PERFORMANCE.md lists what each kernel uses.
+// not yet been tuned on hardware; docs/design.md ("Kernel resources") says what the kernels use.
 using default_tuning = tuning<256, 32>;
 
 }  // namespace zipccl::cuda

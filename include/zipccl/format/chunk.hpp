@@ -53,7 +53,7 @@ ZIPCCL_HOST_DEVICE chunk_header read_chunk_header(const std::uint8_t* in) {
   return h;
 }
 
-// What a chunk's check covers (docs/FORMAT.md, "Hash"): with `whole` (the checksum flag) every
+// What a chunk's check covers (docs/format.md, "Hash"): with `whole` (the checksum flag) every
 // word of the chunk, else only the words before its element data; and `place`, the chunk's place
 // code (place_code below), which is xored into the check so that a chunk moved to another place
 // fails it. Streams of version 4 (written with the flag) and the collectives' wires bind their

@@ -1,7 +1,7 @@
 // zipccl: the sizes of the wire format: header, directory, chunk sections, and the bounds on a
 // stream's size that follow from an element count. Shared by every executor (host and device).
 //
-// docs/FORMAT.md describes these bytes; the constants below are the normative ones.
+// docs/format.md describes these bytes; the constants below are the normative ones.
 #pragma once
 
 #include <cstdint>

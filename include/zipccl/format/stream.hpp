@@ -1,6 +1,6 @@
 // zipccl: the stream header, the chunk directory and the exact size bound.
 //
-// docs/FORMAT.md describes these bytes; the field offsets below are the normative ones.
+// docs/format.md describes these bytes; the field offsets below are the normative ones.
 //
 //   stream  = header (48 bytes) | directory (8 bytes per chunk) | zero padding to 16 |
 //             chunk 0 | chunk 1 | ...                  (every chunk starts 16-byte aligned)
@@ -42,7 +42,7 @@ ZIPCCL_HOST_DEVICE constexpr std::uint8_t magic_byte(std::uint64_t i) {
 // coded chunks and the three 3-bit policies; version 2 adds the zero-mask and rANS chunk modes and
 // codebook::entropy; version 3 adds the rANS modes with zero symbols; version 4, written exactly
 // when the checksum flag is set, binds every chunk's check to its place and holds the chunks'
-// digest in header bytes 36..39 (docs/FORMAT.md). A writer stamps the lowest version its stream
+// digest in header bytes 36..39 (docs/format.md). A writer stamps the lowest version its stream
 // needs (writer_version), so a stream without the new features stays readable by older readers.
 inline constexpr std::uint16_t version = 4;
 inline constexpr std::uint16_t min_version = 1;

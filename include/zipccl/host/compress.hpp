@@ -25,7 +25,7 @@ namespace zipccl::host {
 
 struct compress_options {
   std::uint32_t chunk_elems = format::default_chunk_elems;  // multiple of 256, 256 .. 2^24
-  bool checksum = false;  // hash every chunk's whole body (docs/FORMAT.md)
+  bool checksum = false;  // hash every chunk's whole body (docs/format.md)
   unsigned threads = 1;   // > 1: chunks are coded in parallel (needs out_capacity >= the bound)
   bool zero_groups = true;  // leave all-zero 64-element groups out of a chunk where that pays
 };

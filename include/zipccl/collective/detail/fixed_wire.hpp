@@ -1,4 +1,4 @@
-// zipccl: the fixed-size wire of the device collectives (docs/FORMAT.md, "Fixed-size segments").
+// zipccl: the fixed-size wire of the device collectives (docs/format.md, "Fixed-size segments").
 //
 // On a device transport every message size must be known on the host from the counts alone, so
 // that a collective only enqueues work (no device-to-host copy of a size, no host wait) and can be

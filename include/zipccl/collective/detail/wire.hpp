@@ -1,6 +1,6 @@
 // zipccl: how the collectives put a compressed segment on the wire, in two sections.
 //
-// A segment of `count` elements is cut into chunks of `chunk_elems` (docs/FORMAT.md, "Chunk").
+// A segment of `count` elements is cut into chunks of `chunk_elems` (docs/format.md, "Chunk").
 // Every chunk is encoded as in a stream, then split at its fixed size, which depends only on the
 // chunk's element count:
 //   3-bit policies        fixed(m) = min(escapes_offset(m), stored_bytes(m)), dense chunks only

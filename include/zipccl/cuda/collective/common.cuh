@@ -13,7 +13,7 @@
 // copies nothing to the host and allocates nothing, so a whole compressed all_reduce can be
 // captured in a CUDA graph (with a transport whose work can be) and replayed. Every message size
 // follows from the counts alone: compressed segments travel on the fixed-size wire
-// (docs/FORMAT.md, "Fixed-size segments"), with room for
+// (docs/format.md, "Fixed-size segments"), with room for
 // collective_options::device_wire.spill_permille bytes per 1000 elements past each chunk's fixed
 // part (the escapes of the 3-bit policies; codebook::entropy's rANS bodies).
 //

@@ -3,11 +3,11 @@
 // A rANS chunk's 32 coding lanes form one serial chain of 32-wide steps (codec/rans.hpp), so a
 // decoder's parallelism is the number of chunks it decodes at once. cuda::block_decode gives a
 // chunk a whole block, of which one warp decodes while the others wait at the pass barriers; with
-// its 16 KiB slot table and staging, an SM of sm_90 holds 4 such decoding warps (docs/
-// PERFORMANCE.md). Here every warp decodes a chunk of its own, with no block barrier: its table
-// takes 5 KiB of shared memory (a symbol byte per slot and a word per symbol: two lookups a step
-// instead of one), the stream words and rests are read where they lie (consecutive, so mostly from
-// L1) and each step's 32 elements are stored straight to the output.
+// its 16 KiB slot table and staging, an SM of sm_90 holds 4 such decoding warps (docs/design.md,
+// "rANS on the device"). Here every warp decodes a chunk of its own, with no block barrier: its
+// table takes 5 KiB of shared memory (a symbol byte per slot and a word per symbol: two lookups a
+// step instead of one), the stream words and rests are read where they lie (consecutive, so
+// mostly from L1) and each step's 32 elements are stored straight to the output.
 //
 // The chunk's checks run before, in decode_kernel<E, Threads, true>: its block_decode, built
 // without rANS, checks the header, the mask, the check value, the padding, the table and the

@@ -350,7 +350,7 @@ inline void add_high_bytes(std::uint32_t (&part)[8][256], const std::uint8_t* hi
 // fp16's histogram of its elements' high bytes (sign, exponent, mantissa bits 9..8: its rANS
 // symbol), the byte of each element counted straight from memory into eight partial tables; the
 // eight tables summed into hist. (A byte load and an increment an element beat symbols made in a
-// register and moved out eight at a time: PERFORMANCE.md.)
+// register and moved out eight at a time: docs/decisions.md.)
 inline void fp16_high_bytes(const std::uint8_t* in, std::uint64_t m, const codec_detail::body_shape& shape,
                             std::uint32_t (&hist)[256]) {
   alignas(64) std::uint32_t part[8][256] = {};

@@ -252,7 +252,7 @@ void exponent_sum(const std::uint8_t* in, std::uint64_t m, std::uint64_t* sum, s
 // increments, emptied into the totals by vpsadbw every 255 registers (before a counter can wrap).
 // For fp16's 31 values (count_bins), where a popcount of each mask into memory makes a loop bound
 // by its front end, whose speed depends on where the compiler places it; this one is faster than
-// that loop at its best (PERFORMANCE.md).
+// that loop at its best (docs/design.md, "The 3-bit policies").
 template <class E, int first, int count>
 void count_bins_pass(const std::uint8_t* in, std::uint64_t m, int base, std::uint64_t* near, std::uint64_t* zero) {
   static_assert(count >= 1 && count <= 16, "count_bins_pass: at most sixteen counter registers");

@@ -12,7 +12,7 @@ namespace zipccl::host::detail {
 // elements at the offset of the group being coded), so that its first pass (the zero-group scan,
 // or the symbol counts without zero groups) finds it there rather than in memory: faster
 // compression of dense bf16, fp16 and fp32, with the input in cache or swept out of it before
-// the call (docs/PERFORMANCE.md, "The next chunk read ahead"). The 3-bit policies' encoders do
+// the call (docs/design.md, "The next chunk read ahead"). The 3-bit policies' encoders do
 // not take it (it slows fp16 down more than it speeds bf16 up), nor do the scalar ones.
 struct read_ahead {
   const std::uint8_t* at = nullptr;
