@@ -859,4 +859,39 @@ TEST_CASE("a device communicator's call refused in a capture leaves its workspac
   cudaStreamDestroy(s);
 }
 
+// A transport that refuses an operation after the call began (here: rank 0 is in another thread's
+// open group) is cuda_error, never invalid_argument, which promises that nothing was enqueued: the
+// opening agreement's kernel had already written the workspace.
+TEST_CASE("a transport refusal part way through a collective is cuda_error, not invalid_argument",
+          "[gpu][cuda_collective]") {
+  using C = codec<bf16, codebook::analytic_gaussian>;
+  using T = C::bits_type;
+  const int n = 2;
+  const std::uint64_t count = 20000;
+  ranks_on_gpu g(n);
+  cuda_local_world world(n, world_options());
+  g.attach(world);
+  const std::uint64_t ws_bytes = zipccl::cuda::all_reduce_workspace<C>(count, n, collective_options{}, false);
+  g.workspace(ws_bytes);
+  testing::device_buffer<T> in(count), out(count);
+  REQUIRE(cudaMemset(in.p, 0, count * sizeof(T)) == cudaSuccess);
+  const testing::watchdog guard(60, "a refusal part way");
+  REQUIRE(world.rank(0).group_start() == status::success);  // this thread holds rank 0
+  status got = status::success;
+  zipccl::cuda::failure why{};
+  std::thread([&] {
+    zipccl::cuda::clear_last_error();
+    got = zipccl::cuda::all_reduce<C>(in.p, out.p, count, op::sum, world.rank(0), g.ws[0]->p, ws_bytes,
+                                      &g.statuses[0], g.streams[0]);
+    why = zipccl::cuda::last_error();
+  }).join();
+  REQUIRE(world.rank(0).group_end() == status::success);
+  CHECK(got == status::cuda_error);
+  CHECK(why.library == static_cast<int>(status::invalid_argument));
+  world.abort(status::peer_failed);  // (rank 1 never came: end the world for the streams' sake)
+  REQUIRE(g.finish());
+  CHECK(g.statuses[0] != status::success);
+  CHECK(g.statuses[0] != static_cast<status>(-1));  // (the outcome was written)
+}
+
 int main(int argc, char** argv) { return zipccl::testing::run_gpu_tests(argc, argv); }

@@ -30,7 +30,8 @@ namespace zipccl::cuda {
 // A runtime or library failure behind a status::cuda_error.
 struct failure {
   cudaError_t cuda = cudaSuccess;  // the runtime's code; cudaSuccess when a library call failed
-  int library = 0;                 // a cublasStatus_t (cuBLAS) or ncclResult_t (transport::nccl), else 0
+  int library = 0;  // a cublasStatus_t (cuBLAS), an ncclResult_t (transport::nccl), the status a
+                    // transport refused with part way through a device collective, else 0
   const char* step = "";           // the zipccl call and step, e.g. "cuda::compress: encode launch"
 };
 

@@ -254,8 +254,12 @@ struct call {
   // transport refused because it had ended, what ended it: size_mismatch, peer_failed), the
   // transfer stream joins `stream` first so that a capture stays whole, and the error is returned.
   // The transport is left to the caller, who must end it (its peers may wait for this rank's
-  // messages): see "Errors" in cuda/collective/common.cuh.
+  // messages): see "Errors" in cuda/collective/common.cuh. Never invalid_argument, which promises
+  // that nothing was enqueued: a transport that refuses an operation part way (a rank another
+  // thread is in, NCCL's ncclInvalidUsage) is cuda_error, the refusal in cuda::last_error().
   status fail(status s) {
+    if (s == status::invalid_argument)
+      s = cuda::detail::fail_library(static_cast<int>(s), "cuda collective: the transport refused an operation part way");
     status outcome = s;
     if (s == status::peer_failed) {
       const status why = t.async_error();
