@@ -7,54 +7,21 @@
 //     return zipccl::cuda::all_gather<codec>(send[t.rank()], recv[t.rank()], count, t, ...);
 //   });
 //
-// The contract (docs/design.md, "The device transport"): no device work of the transport waits
-// for other device work except through an event recorded earlier in host time, and the only
-// device-side wait is on the clock. Host submission order is then a valid order of all device
-// work, whatever the scheduler does (streams that share a hardware queue, lazy module loading,
-// CUDA_LAUNCH_BLOCKING, a profiler): the transport cannot stall the device.
+// The contract (docs/design.md, "The device transport", which also says how a message moves): no
+// device work of the transport waits for other device work except through an event recorded
+// earlier in host time, and the only device-side wait is on the clock (the link model's hold).
+// Host submission order is then a valid order of all device work, whatever the scheduler does
+// (streams that share a hardware queue, lazy module loading, CUDA_LAUNCH_BLOCKING, a profiler):
+// the transport cannot stall the device. Sends and receives are matched on the host
+// (transport/detail/matcher.hpp); a call waits on the host only for its peer's matching call.
 //
-// How a message moves: a send and a receive are the two halves of a message, matched on the host
-// (transport/detail/matcher.hpp: the k-th send from a to b with the k-th receive of b from a).
-// Each call records a ready event on its stream and publishes its half; the call that publishes
-// the second half enqueues, on the link's own stream (one per ordered pair of ranks, on the
-// receiver's GPU), waits for both ready events, the link model's hold (a kernel that waits on the
-// GPU's clock for latency + bytes / bandwidth), the copy (cudaMemcpyAsync; across GPUs through
-// peer access), a done event, and makes both owners' streams wait for it. A message of 0 bytes
-// moves nothing and orders nothing.
+// Errors end the world (mismatched sizes, abort() from any thread, the rendezvous deadline): every
+// waiting call on every rank returns, later ones too, until reset(). A call refused for its
+// arguments (invalid_argument) has published nothing. cuda_local_transport and cuda_local_world
+// below say exactly what each call waits for and refuses.
 //
-// What waits on the host: a send or receive outside a group returns once its peer has made the
-// matching call (never for GPU work); group_end() publishes all of its group's operations, then
-// waits for their peers the same way, so ring steps complete with a host thread per rank. Groups
-// are per host thread and nest: one thread may open a group on several ranks of one world (each
-// rank joins with its own group_start(), as with ncclGroupStart over several communicators), and
-// the outermost group_end() publishes all of their operations at once, so such a group matches
-// without waiting for another thread. The device collectives call the transport between their kernels, so they
-// need a host thread per rank: world.run() gives each rank one.
-//
-// Errors: a message whose halves differ in size moves nothing; both calls return size_mismatch
-// and the world ends. abort() (any thread) ends the world: every waiting call on every rank
-// returns peer_failed, later calls too, and async_error() tells why, until reset(). With
-// options::rendezvous_seconds, a call whose peer does not come in time ends the world with
-// timed_out. A call returns invalid_argument for a bad peer, a null buffer with bytes, a message
-// to itself outside a group, a stream of another GPU or a default stream's handle, and a group
-// of more than max_group_ops operations; such a call has published nothing, and a group in which
-// one operation was refused is refused as a whole at group_end(). A call that fails before it
-// publishes (those, or CUDA refusing its ready event) leaves the world as it was, as NCCL leaves
-// a communicator after a local error: its peers wait for it until the caller ends the world
-// (abort(), or run(), which does so when a rank returns an error) or the deadline passes.
-//
-// Graphs: world.capture(per_rank, &graph) runs every rank's work, in a thread each, on the
-// world's rank streams forked from one origin stream and joined back: all ranks in one CUDA
-// graph, which replays (cudaGraphLaunch on any stream) as the eager calls ran. Each rank's work
-// cannot be captured in a graph of its own: a message's copy depends on both ranks' streams.
-//
-// Limits: rank(r) is used by one host thread at a time: an operation or group_start() on a rank
-// that another thread is in (an operation, an open group) returns invalid_argument. The world
-// must outlive the work enqueued on it (destroy it once every rank's stream has been
-// synchronised); a group holds at most max_group_ops operations over all
-// ranks it spans. The link model runs a link's messages one after another on its stream: a
-// simulation of a network, not a network. Across GPUs, buffers from cudaMallocAsync pools need
-// cudaMemPoolSetAccess for the peers.
+// Graphs: world.capture(per_rank, &graph) captures every rank's work in one CUDA graph; a rank's
+// work cannot be captured in a graph of its own (a message's copy depends on both ranks' streams).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -148,6 +115,35 @@ inline std::uint64_t this_thread_number() {
 class cuda_local_world;
 
 // One rank's handle on a cuda_local_world; a model of the device transport concept (device.hpp).
+//
+// What waits on the host: a send or receive outside a group returns once its peer has made the
+// matching call (never for GPU work); group_end() publishes all of its group's operations, then
+// waits for their peers the same way, so ring steps complete with a host thread per rank. Groups
+// are per host thread and nest: one thread may open a group on several ranks of one world (each
+// rank joins with its own group_start(), as with ncclGroupStart over several communicators), and
+// the outermost group_end() publishes all of their operations at once, so such a group matches
+// without waiting for another thread. The device collectives call the transport between their
+// kernels, so they need a host thread per rank: world.run() gives each rank one.
+//
+// Errors: a message whose halves differ in size moves nothing; both calls return size_mismatch
+// and the world ends. abort() (any thread) ends the world: every waiting call on every rank
+// returns peer_failed, later calls too, and async_error() tells why, until reset(). With
+// options::rendezvous_seconds, a call whose peer does not come in time ends the world with
+// timed_out. A call returns invalid_argument for a bad peer, a null buffer with bytes, a message
+// to itself outside a group, a stream of another GPU or a default stream's handle, and a group
+// of more than max_group_ops operations; such a call has published nothing, and a group in which
+// one operation was refused is refused as a whole at group_end(). A call that fails before it
+// publishes (those, or CUDA refusing its ready event) leaves the world as it was, as NCCL leaves
+// a communicator after a local error: its peers wait for it until the caller ends the world
+// (abort(), or run(), which does so when a rank returns an error) or the deadline passes.
+//
+// Limits: rank(r) is used by one host thread at a time: an operation or group_start() on a rank
+// that another thread is in (an operation, an open group) returns invalid_argument. The world
+// must outlive the work enqueued on it (destroy it once every rank's stream has been
+// synchronised); a group holds at most max_group_ops operations over all ranks it spans. The
+// link model runs a link's messages one after another on its stream: a
+// simulation of a network, not a network. Across GPUs, buffers from cudaMallocAsync pools need
+// cudaMemPoolSetAccess for the peers.
 class cuda_local_transport {
  public:
   int rank() const { return rank_; }

@@ -9,6 +9,40 @@
 // share one state (rank, size, device, whether it was aborted, the checked mode's cache), so an
 // abort through one copy is seen by all.
 //
+// Promises (docs/design.md, "Errors, as NCCL's model has them"; the class comment below has the
+// detail): a local error returns its status and leaves the communicator as it was; neither the
+// wrapper nor the device collectives ever abort it, only the caller does. abort() may come from
+// another thread and ends a call that polls inside a non-blocking communicator. Every
+// ncclGroupStart is closed. A non-blocking communicator still initialising is awaited, with a
+// deadline. The opt-in checked mode turns a count that differs between ranks (NCCL's undefined
+// case, in practice a hang) into size_mismatch on every rank.
+//
+// Use one thread per communicator (or one process per GPU), and never call a zipccl collective
+// inside your own ncclGroupStart / ncclGroupEnd: a collective enqueues its kernels between its
+// transfers, and an enclosing group would hold the transfers back until the group ends, after
+// the kernels that need their data (examples/nccl_all_reduce.cu).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "../cuda/runtime.cuh"
+#include "../error.hpp"
+#include "device.hpp"
+
+namespace zipccl::transport {
+
 // Errors, as NCCL's model has them and zipccl applies it:
 //   - A local error (bad arguments, a send to oneself outside a group, a call after abort(), NCCL
 //     refusing the call with ncclInvalidArgument / ncclInvalidUsage before it enqueued anything)
@@ -48,33 +82,6 @@
 // refused in a capture: invalid_argument). The cache is the same on every rank as long as their
 // calls agree; a rank whose call differs from a signature that the others have cached is not
 // caught (they skip the check): checked mode finds the first-day mistakes, not every later one.
-//
-// Use one thread per communicator (or one process per GPU), and never call a zipccl collective
-// inside your own ncclGroupStart / ncclGroupEnd: a collective enqueues its kernels between its
-// transfers, and an enclosing group would hold the transfers back until the group ends, after
-// the kernels that need their data (examples/nccl_all_reduce.cu).
-#pragma once
-
-#include <cuda_runtime.h>
-#include <nccl.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <limits>
-#include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-#include "../cuda/runtime.cuh"
-#include "../error.hpp"
-#include "device.hpp"
-
-namespace zipccl::transport {
-
 class nccl {
  public:
   struct options {
