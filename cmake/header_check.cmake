@@ -20,6 +20,9 @@ function(zipccl_add_header_check)
     if(h MATCHES "transport/(nccl|device)\\.hpp$" AND NOT ZIPCCL_HAS_CUDA)
       continue()
     endif()
+    if(h MATCHES "transport/nccl\\.hpp$" AND NOT ZIPCCL_NCCL_INCLUDE)  # (a toolkit without NCCL)
+      continue()
+    endif()
     # the SIMD kernels' headers are included only where their instruction set is on: with it
     set(flags)
     if(h MATCHES "/avx512")
@@ -72,7 +75,8 @@ function(zipccl_add_readme_check)
     return()
   endif()
   set(readme ${PROJECT_SOURCE_DIR}/README.md)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${readme})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${readme}
+                                                         ${PROJECT_SOURCE_DIR}/tests/support/readme_snippets.py)
   execute_process(COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/support/readme_snippets.py ${readme}
                           ${CMAKE_CURRENT_BINARY_DIR}/readme_check
                   OUTPUT_VARIABLE snippets RESULT_VARIABLE rc)
