@@ -30,8 +30,9 @@ namespace zipccl::cuda {
 // A runtime or library failure behind a status::cuda_error.
 struct failure {
   cudaError_t cuda = cudaSuccess;  // the runtime's code; cudaSuccess when a library call failed
-  int library = 0;  // a cublasStatus_t (cuBLAS), an ncclResult_t (transport::nccl), the status a
-                    // transport refused with part way through a device collective, else 0
+  int library = 0;  // a cublasStatus_t (cuBLAS), an ncclResult_t (transport::nccl), else 0; for a
+                    // transport that refused part way through a device collective without a
+                    // failure of its own, the zipccl status it returned
   const char* step = "";           // the zipccl call and step, e.g. "cuda::compress: encode launch"
 };
 
@@ -42,7 +43,15 @@ inline failure& failure_slot() {
   return f;
 }
 
+// How many failures this thread has recorded: a call that compares it before and after a step
+// knows whether the step recorded its own.
+inline std::uint64_t& failures_recorded() {
+  static thread_local std::uint64_t n = 0;
+  return n;
+}
+
 inline status fail(cudaError_t e, const char* step) {
+  ++failures_recorded();
   failure& f = failure_slot();
   f.cuda = e;
   f.library = 0;
@@ -51,6 +60,7 @@ inline status fail(cudaError_t e, const char* step) {
 }
 
 inline status fail_library(int code, const char* step) {
+  ++failures_recorded();
   failure& f = failure_slot();
   f.cuda = cudaSuccess;
   f.library = code;

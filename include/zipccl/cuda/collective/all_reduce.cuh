@@ -71,11 +71,13 @@ status all_reduce(const void* sendbuff, void* recvbuff, std::uint64_t count, op 
     s = cuda::detail::check(cudaMemsetAsync(in, 0, padded, c.stream), "cuda::all_reduce: cudaMemsetAsync");
   if (s == status::success) s = c.copy(in, sendbuff, count * elem);
   if (s != status::success) return c.fail(s);
+  // (an inner stage's own argument checks, implied by the outer ones, would return
+  // invalid_argument with the opening enqueued: reported as a failure part way)
   s = reduce_scatter_run<Codec, Strategy, Tuning>(in, mine, per, reduction, stages, part::inner(0));
-  if (s != status::success) return s;
+  if (s != status::success) return s == status::invalid_argument ? c.fail(s) : s;
   // (the all_gather's errors rank after the reduce_scatter's: its stages follow the n - 1 hops)
   s = all_gather_run<Codec, Strategy, Tuning>(mine, gathered, per, stages, part::inner(static_cast<std::uint64_t>(n) + 1));
-  if (s != status::success) return s;
+  if (s != status::success) return s == status::invalid_argument ? c.fail(s) : s;
   s = c.copy(recvbuff, gathered, count * elem);
   if (s == status::success) s = c.finish(n > 1 && (rs_packed || ag_packed) ? ending::agreed : ending::own_outcome);
   return c.end(s);

@@ -183,6 +183,7 @@ struct call {
   detail::agreement_words* words;
   unsigned long long* key;
   status* status_dev;
+  std::uint64_t failures_before;  // cuda::detail::failures_recorded() when the call began
 
   static status record_wait(cudaEvent_t e, cudaStream_t from, cudaStream_t to) {
     if (from == to) return status::success;
@@ -256,10 +257,14 @@ struct call {
   // The transport is left to the caller, who must end it (its peers may wait for this rank's
   // messages): see "Errors" in cuda/collective/common.cuh. Never invalid_argument, which promises
   // that nothing was enqueued: a transport that refuses an operation part way (a rank another
-  // thread is in, NCCL's ncclInvalidUsage) is cuda_error, the refusal in cuda::last_error().
+  // thread is in, NCCL's ncclInvalidUsage) is cuda_error. cuda::last_error() keeps what the
+  // transport recorded of it (NCCL's code), else gets the transport's status.
   status fail(status s) {
-    if (s == status::invalid_argument)
-      s = cuda::detail::fail_library(static_cast<int>(s), "cuda collective: the transport refused an operation part way");
+    if (s == status::invalid_argument) {
+      s = cuda::detail::failures_recorded() != failures_before
+              ? status::cuda_error
+              : cuda::detail::fail_library(static_cast<int>(s), "cuda collective: the transport refused an operation part way");
+    }
     status outcome = s;
     if (s == status::peer_failed) {
       const status why = t.async_error();
@@ -307,7 +312,8 @@ call<Transport> make_call(const args<Codec, Transport>& a, void* workspace, std:
           a.on.pipelined() ? a.on.transfer : a.on.stream,
           reinterpret_cast<detail::agreement_words*>(base),
           reinterpret_cast<unsigned long long*>(base + sizeof(detail::agreement_words)),
-          a.status_dev};
+          a.status_dev,
+          cuda::detail::failures_recorded()};
 }
 
 // Segments [first, last) of a block (all of them by default).
