@@ -2,7 +2,8 @@
 //
 //   ncclComm_t comm = ...;                       // the user's, set up as usual
 //   zipccl::transport::nccl t(comm);
-//   zipccl::cuda::all_reduce<codec, strategy::always>(grad, grad, n, op::sum, t, stream, ...);
+//   zipccl::cuda::all_reduce<codec, strategy::always>(grad, grad, n, op::sum, t, ws, ws_bytes,
+//                                                     status_dev, stream);
 //
 // Not part of the umbrella header: only code that includes this header needs NCCL's headers and
 // links libnccl. The wrapper owns nothing: the communicator stays the user's. Copies of a wrapper
@@ -53,17 +54,21 @@ namespace zipccl::transport {
 //     NCCL asks: poll async_error(), and end the communicator with abort() (ncclCommAbort, this
 //     rank; the other ranks' watchdogs end theirs), then make a new one.
 //   - A failure of an NCCL call is status::cuda_error with the ncclResult_t in
-//     cuda::last_error().library (invalid_argument for NCCL's argument errors, peer_failed for
-//     ncclRemoteError).
+//     cuda::last_error().library (invalid_argument where NCCL refused a call for its arguments
+//     before enqueueing it, peer_failed for ncclRemoteError). An asynchronous error, or a part of
+//     a launched group NCCL refused, is never invalid_argument: cuda_error, its code kept.
+//   - timed_out from a non-blocking communicator's enqueue (options::settle_seconds) leaves
+//     NCCL's call in progress: every later call returns timed_out, and only abort() may follow.
 //
 // abort() may come from another thread (a watchdog): it is atomic and happens once for all
-// copies. A blocking communicator's call inside NCCL holds the wrapper's lock, and abort() waits
-// for it to return. For a watchdog that must end a call stuck in NCCL, use a non-blocking
-// communicator (ncclConfig_t::blocking = 0): the wrapper then polls (a call's enqueue, the checked
-// mode's agreement) in short steps with its lock let go, so abort() gets in between two polls and
-// the polling call returns peer_failed; it also gives up at its deadline (timed_out) and on an
-// asynchronous error. While one call polls, the wrapper's other calls from other threads wait for
-// it (async_error() and abort() do not). An abort() while this thread holds a group open is
+// copies. A call that is inside NCCL holds the wrapper's lock, and abort() waits for it to return:
+// with a blocking communicator that is every call until NCCL returns, without a deadline. A call
+// that polls lets the lock go between short steps, so abort() gets in and the polling call
+// returns peer_failed; polls also end at their deadline (timed_out) and on an asynchronous error.
+// The wrapper polls a non-blocking communicator's enqueue (ncclConfig_t::blocking = 0: use one
+// for a watchdog that must end a call stuck in NCCL) and, with either kind, the checked mode's
+// wait for its all-reduce. While one call polls, the wrapper's other calls from other threads
+// wait for it (async_error() and abort() do not); that wait has no deadline of its own. An abort() while this thread holds a group open is
 // carried out at group_end(), after ncclGroupEnd() has closed the thread's NCCL group (every
 // ncclGroupStart is closed).
 //
@@ -148,6 +153,7 @@ class nccl {
   status group_start() {
     std::unique_lock<std::mutex> lock = enter();
     if (s_->aborted.load()) return status::peer_failed;
+    if (s_->wedged) return status::timed_out;
     if (s_->size == 0 || s_->in_group) return status::invalid_argument;
     const ncclResult_t r = ncclGroupStart();
     if (r != ncclSuccess) return result(r, "transport::nccl: ncclGroupStart");
@@ -160,7 +166,9 @@ class nccl {
     std::unique_lock<std::mutex> lock = enter();
     if (!s_->in_group) return s_->aborted.load() ? status::peer_failed : status::invalid_argument;
     s_->in_group = false;
-    const status s = settle(lock, ncclGroupEnd(), "transport::nccl: ncclGroupEnd");
+    // (wedged inside the group: NCCL takes no call before the one in progress is done, so the
+    // group stays open in NCCL until abort(), which the caller must call)
+    const status s = s_->wedged ? status::timed_out : settle(lock, ncclGroupEnd(), "transport::nccl: ncclGroupEnd");
     if (s_->abort_pending) {
       s_->abort_pending = false;
       (void)ncclCommAbort(s_->comm);
@@ -201,15 +209,17 @@ class nccl {
   // cached, or every rank (peer >= 0: the peer, whose signature must be ~signature) passed the
   // same one; size_mismatch where they differ; invalid_argument for an uncached signature while
   // `stream` is being captured; an NCCL or CUDA error as the other calls. Waits on the host for
-  // the small all-reduce (only on a signature's first call), at most options::settle_seconds for
-  // its enqueue and completion together (timed_out; the all-reduce is then still enqueued: the
-  // caller must abort), and returns peer_failed as soon as abort() is called meanwhile, or the
-  // communicator's asynchronous error as soon as NCCL reports one.
+  // the small all-reduce (only on a signature's first call), at most options::settle_seconds from
+  // the enqueue to its completion (timed_out; the all-reduce is then still enqueued: the caller
+  // must abort; a blocking communicator's enqueue itself has no deadline), and returns
+  // peer_failed as soon as abort() is called meanwhile, or the communicator's asynchronous error
+  // as soon as NCCL reports one.
   status agree(std::uint64_t signature, int peer, cudaStream_t stream) {
     state& s = *s_;
     std::unique_lock<std::mutex> lock = enter();
     if (!s.opt.checked) return status::success;
     if (s.aborted.load()) return status::peer_failed;
+    if (s.wedged) return status::timed_out;
     if (s.size == 0 || peer >= s.size || s.in_group) return status::invalid_argument;
     const std::uint64_t key = signature ^ (peer < 0 ? 0 : (static_cast<std::uint64_t>(peer) + 1) * 0x9E3779B97F4A7C15ull);
     if (std::find(s.agreed.begin(), s.agreed.end(), key) != s.agreed.end()) return status::success;
@@ -233,8 +243,8 @@ class nccl {
       const ncclResult_t a = ncclSend(s.words, 1, ncclUint64, peer, s.comm, s.stream);
       const ncclResult_t b = ncclRecv(s.words + 2, 1, ncclUint64, peer, s.comm, s.stream);
       e = settle(lock, ncclGroupEnd(), "transport::nccl: agree (ncclGroupEnd)", until);
-      if (e == status::success && a != ncclSuccess) e = result(a, "transport::nccl: agree (ncclSend)");
-      if (e == status::success && b != ncclSuccess) e = result(b, "transport::nccl: agree (ncclRecv)");
+      if (e == status::success && a != ncclSuccess) e = after_enqueue(result(a, "transport::nccl: agree (ncclSend)"));
+      if (e == status::success && b != ncclSuccess) e = after_enqueue(result(b, "transport::nccl: agree (ncclRecv)"));
     }
     // the all-reduce waits for every rank on the device: poll for it with the lock let go, so that
     // an abort() from another thread gets in, then read the words back
@@ -260,6 +270,7 @@ class nccl {
     std::atomic<bool> aborted{false};
     bool in_group = false, abort_pending = false;
     bool busy = false;  // a call polls with the lock let go: the other calls wait for it
+    bool wedged = false;  // an enqueue timed out while NCCL still ran it: only abort() may follow
     std::vector<std::uint64_t> agreed;  // the checked mode's signatures (with their peer)
     std::uint64_t* words = nullptr;     // 4 words of device memory on the communicator's GPU
     cudaStream_t stream = nullptr;      // the checked mode's own
@@ -307,7 +318,7 @@ class nccl {
     // (abort() sets the flag before it takes the lock: seen here, the communicator may be gone)
     if (s_->aborted.load()) return status::peer_failed;
     if (ncclCommGetAsyncError(s_->comm, async) != ncclSuccess) *async = ncclInternalError;
-    if (*async != ncclSuccess && *async != ncclInProgress) return result(*async, step);
+    if (*async != ncclSuccess && *async != ncclInProgress) return after_enqueue(result(*async, step));
     if (std::chrono::steady_clock::now() > until) return status::timed_out;
     return status::success;
   }
@@ -331,6 +342,7 @@ class nccl {
   }
   status usable(int peer, const void* buf, std::uint64_t bytes) const {
     if (s_->aborted.load()) return status::peer_failed;
+    if (s_->wedged) return status::timed_out;
     if (s_->size == 0 || peer < 0 || peer >= s_->size || (buf == nullptr && bytes != 0)) return status::invalid_argument;
     if (peer == s_->rank && !s_->in_group) return status::invalid_argument;  // would wait for its own receive
     return status::success;
@@ -347,7 +359,10 @@ class nccl {
     if (r != ncclInProgress) return result(r, step);
     const polling mark(*s_);
     while (r == ncclInProgress)
-      if (const status e = poll_step(lock, until, &r, step); e != status::success) return e;
+      if (const status e = poll_step(lock, until, &r, step); e != status::success) {
+        if (e == status::timed_out) s_->wedged = true;  // (NCCL's call is still in progress)
+        return e;
+      }
     return result(r, step);
   }
   // Waits for the checked mode's stream, polling with the lock let go between polls; gives up at
@@ -365,6 +380,9 @@ class nccl {
         return e;
     }
   }
+  // An error of a call that NCCL had accepted (an asynchronous error, a part of a launched group):
+  // never invalid_argument, which promises that nothing was enqueued.
+  static status after_enqueue(status s) { return s == status::invalid_argument ? status::cuda_error : s; }
   static status result(ncclResult_t r, const char* step) {
     if (r == ncclSuccess || r == ncclInProgress) return status::success;
     (void)cuda::detail::fail_library(static_cast<int>(r), step);
