@@ -30,8 +30,8 @@
 namespace zipccl::testing {
 
 // Whether this build runs under AddressSanitizer (the sanitize preset). The slowest suites then run
-// a sample of their cases: every shape and code path still, fewer repetitions of each (random
-// mutations, both checksum settings), since the sanitizer looks for reads and writes out of bounds,
+// a sample of their cases: every shape and code path still, fewer repetitions of each (fewer
+// random mutations, one checksum setting per size, alternating along the sizes), since the sanitizer looks for reads and writes out of bounds,
 // which the shapes decide; the default build runs them all.
 inline constexpr bool sanitized = ZIPCCL_TEST_SANITIZED != 0;
 
