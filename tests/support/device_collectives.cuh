@@ -118,10 +118,10 @@ std::vector<status> on_every_rank(cuda_local_world& world, Call&& call) {
 }
 
 // Rank r's input: Gaussian at a scale of its own. Past one tile (a prime number of elements, so
-// that no block or segment boundary repeats with it) the tile is repeated with the copy's number in
-// the two low mantissa bits: every block of a large input differs from every other, and a block
-// delivered to the wrong place fails the comparison (drawing 64 MiB per rank would cost the test
-// more than the collective).
+// that no block or segment boundary repeats with it) the tile is repeated with the copy's number
+// mod 4 in the two low mantissa bits: every block of a large input differs from every other, and
+// a block delivered to the wrong place fails the comparison (drawing 64 MiB per rank would cost
+// the test more than the collective).
 template <class Codec>
 std::vector<typename Codec::bits_type> input_of(std::uint64_t n, int r) {
   using T = typename Codec::bits_type;

@@ -16,10 +16,11 @@
 // take pipelined calls (a transfer_stream() of nullptr).
 //
 // The workspace: a call grows it on its stream when it needs more (cudaMallocAsync), and the
-// pipeline's event slots likewise. Every call marks its use of the workspace with an event on its
-// stream (one event per stream the communicator has seen), and the old block is freed only after
-// every stream that used it has passed that mark, so calls may come on different streams. Calls on
-// different streams share the one workspace: order those streams as for any shared buffer.
+// pipeline's event slots likewise. Every call that enqueued work marks its use of the workspace
+// with an event on its stream (one event per stream the communicator has seen), and the old block
+// is freed only after every stream that used it has passed that mark, so calls may come on
+// different streams. Calls on different streams share the one workspace: order those streams as
+// for any shared buffer.
 // Warm-up: after reserve() (or one call) on each stream the calls will use, with the largest
 // sizes, calls allocate nothing and create no events. Growing is refused while the stream is
 // being captured, and once any call has been captured in a graph (the graph holds the block):

@@ -171,7 +171,7 @@ class cuda_local_transport {
   inline status run_now(std::size_t first, std::size_t count);
   // Leaves every rank of this thread's open group (nothing published); whether one was open.
   static inline bool close_group();
-  // The rank's claim by one host thread (its thread_groups' address): taken by an operation
+  // The rank's claim by one host thread (its this_thread_number()): taken by an operation
   // outside a group for its duration, and by a group from group_start() to its outermost end.
   enum class claim { refused, single, grouped };
   inline claim take();
@@ -612,7 +612,8 @@ cuda_local_transport::claim cuda_local_transport::take() {
 
 status cuda_local_transport::group_end() {
   auto& g = cuda_local_detail::groups_of_this_thread();
-  if (owner_.load() != cuda_local_detail::this_thread_number() || !in_group_ || g.depth == 0 || g.world != world_) return status::invalid_argument;
+  if (owner_.load() != cuda_local_detail::this_thread_number() || !in_group_ || g.depth == 0 || g.world != world_)
+    return status::invalid_argument;
   if (--g.depth > 0) return status::success;
   // the outermost end: gather the operations of every rank the group spans into this rank's list
   std::size_t total = 0;

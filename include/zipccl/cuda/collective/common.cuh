@@ -8,8 +8,9 @@
 //
 // Promises (docs/guide.md: "Collectives and strategies", "Errors", "Streams, graphs and workspaces"):
 // - A call only enqueues work (kernels, the transport's operations, device-to-device copies, event
-//   records and waits): it never waits on the host, copies nothing to the host and allocates
-//   nothing, so it can be captured in a graph. Every message size follows from the counts: the
+//   records and waits): it never waits for device work (the transport may wait on the host for
+//   its peers' calls; transport::nccl's checked mode, once per signature, for its agreement),
+//   copies nothing to the host and allocates nothing, so it can be captured in a graph. Every message size follows from the counts: the
 //   fixed-size wire (docs/format.md, "Fixed-size segments"), with spill_permille bytes per 1000
 //   elements past each chunk's fixed part.
 // - A plain cudaStream_t runs the call on that stream alone; a cuda::pipeline's lanes run the

@@ -157,7 +157,7 @@ struct encode_kernel {
 };
 
 // The encoder's table for a bf16 or fp32 body with zero symbols: where no element but the zeros
-// has exponent 0 (no subnormals), the entries at the zeros' lookup indices (encode_table::lookup8:
+// has exponent 0 (no subnormals), the entries at the zeros' lookup indices (lookup8 above:
 // sign and exponent, 0 for +0.0 and 256 for -0.0) are zp's and zn's, so that the kernel looks the
 // lanes up from the elements, as a dense body's kernel does (`from_elements`); else the copy is
 // the plan's table as it is (6 KiB a chunk, small beside the chunk's coding). Faster compression
