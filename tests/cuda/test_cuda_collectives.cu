@@ -794,69 +794,69 @@ TEST_CASE("a device communicator frees a grown workspace only after every stream
   }
 }
 
-TEST_CASE("once a device communicator's call is captured in a graph, its workspace stays where it is",
-          "[gpu][cuda_collective][communicator]") {
+// A one-rank communicator (its calls move no messages) with zeroed buffers of `big` elements and
+// a stream of its own, warmed up by one eager all_reduce of 1000 elements.
+struct solo_communicator {
   using C = codec<bf16, codebook::analytic_gaussian>;
   using T = C::bits_type;
-  cuda_local_world solo(1, world_options());  // (one rank: the calls move no messages)
-  communicator<C, strategy::always, cuda_local_transport> comm(solo.rank(0));
+  cuda_local_world world{1, world_options()};
+  communicator<C, strategy::always, cuda_local_transport> comm{world.rank(0)};
+  testing::device_buffer<T> in, out;
+  cudaStream_t s = nullptr;
+  std::uint64_t warmed = 0;  // the workspace after the warm-up
+  explicit solo_communicator(std::uint64_t big) : in(big), out(big) {
+    REQUIRE(cudaMemset(in.p, 0, big * sizeof(T)) == cudaSuccess);
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    REQUIRE(comm.all_reduce(in.p, out.p, 1000, op::sum, s) == status::success);  // grows eagerly
+    REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    warmed = comm.workspace_bytes();
+  }
+  ~solo_communicator() { cudaStreamDestroy(s); }
+  solo_communicator(const solo_communicator&) = delete;
+  solo_communicator& operator=(const solo_communicator&) = delete;
+};
+
+TEST_CASE("once a device communicator's call is captured in a graph, its workspace stays where it is",
+          "[gpu][cuda_collective][communicator]") {
   const std::uint64_t big = 100000;
-  testing::device_buffer<T> in(big), out(big);
-  REQUIRE(cudaMemset(in.p, 0, big * sizeof(T)) == cudaSuccess);
-  cudaStream_t s;
-  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
-  REQUIRE(comm.all_reduce(in.p, out.p, 1000, op::sum, s) == status::success);  // grows eagerly
-  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  const std::uint64_t had = comm.workspace_bytes();
+  solo_communicator x(big);
   cudaGraph_t graph = nullptr;
-  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-  const status captured = comm.all_reduce(in.p, out.p, 1000, op::sum, s);
-  const status bigger = comm.all_reduce(in.p, out.p, big, op::sum, s);  // would have to grow inside it
-  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const status captured = x.comm.all_reduce(x.in.p, x.out.p, 1000, op::sum, x.s);
+  const status bigger = x.comm.all_reduce(x.in.p, x.out.p, big, op::sum, x.s);  // would have to grow inside it
+  REQUIRE(cudaStreamEndCapture(x.s, &graph) == cudaSuccess);
   CHECK(captured == status::success);
   CHECK(bigger == status::invalid_argument);
   cudaGraphExec_t exec = nullptr;
   REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
-  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, x.s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(x.s) == cudaSuccess);
   // after the capture too: the graph holds the block
-  CHECK(comm.all_reduce(in.p, out.p, big, op::sum, s) == status::invalid_argument);
-  CHECK(comm.workspace_bytes() == had);
-  CHECK(comm.all_reduce(in.p, out.p, 1000, op::sum, s) == status::success);
-  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(x.comm.all_reduce(x.in.p, x.out.p, big, op::sum, x.s) == status::invalid_argument);
+  CHECK(x.comm.workspace_bytes() == x.warmed);
+  CHECK(x.comm.all_reduce(x.in.p, x.out.p, 1000, op::sum, x.s) == status::success);
+  REQUIRE(cudaStreamSynchronize(x.s) == cudaSuccess);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
 }
 
 // A call refused for its arguments in a capture enqueued nothing: the graph holds no use of the
 // workspace, which still grows for a later eager call.
 TEST_CASE("a device communicator's call refused in a capture leaves its workspace free to grow",
           "[gpu][cuda_collective][communicator]") {
-  using C = codec<bf16, codebook::analytic_gaussian>;
-  using T = C::bits_type;
-  cuda_local_world solo(1, world_options());
-  communicator<C, strategy::always, cuda_local_transport> comm(solo.rank(0));
   const std::uint64_t big = 100000;
-  testing::device_buffer<T> in(big), out(big);
-  REQUIRE(cudaMemset(in.p, 0, big * sizeof(T)) == cudaSuccess);
-  cudaStream_t s;
-  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
-  REQUIRE(comm.all_reduce(in.p, out.p, 1000, op::sum, s) == status::success);
-  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  const std::uint64_t had = comm.workspace_bytes();
+  solo_communicator x(big);
   cudaGraph_t graph = nullptr;
-  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-  const status refused = comm.all_reduce(nullptr, out.p, 1000, op::sum, s);  // a null sendbuff
-  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(x.s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const status refused = x.comm.all_reduce(nullptr, x.out.p, 1000, op::sum, x.s);  // a null sendbuff
+  REQUIRE(cudaStreamEndCapture(x.s, &graph) == cudaSuccess);
   CHECK(refused == status::invalid_argument);
   if (graph) cudaGraphDestroy(graph);
-  CHECK(comm.all_reduce(in.p, out.p, big, op::sum, s) == status::success);
-  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  CHECK(comm.result() == status::success);
-  CHECK(comm.workspace_bytes() > had);
-  CHECK(out.get(big) == std::vector<T>(big, 0));
-  cudaStreamDestroy(s);
+  CHECK(x.comm.all_reduce(x.in.p, x.out.p, big, op::sum, x.s) == status::success);
+  REQUIRE(cudaStreamSynchronize(x.s) == cudaSuccess);
+  CHECK(x.comm.result() == status::success);
+  CHECK(x.comm.workspace_bytes() > x.warmed);
+  CHECK(x.out.get(big) == std::vector<solo_communicator::T>(big, 0));
 }
 
 // A transport that refuses an operation after the call began (here: rank 0 is in another thread's
