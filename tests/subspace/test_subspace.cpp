@@ -218,6 +218,19 @@ TEST_CASE("multiply refuses an output that is an input, and takes an inner dimen
   REQUIRE(multiply(matrix<float>(0, 3), false, matrix<float>(3, 4), false, &empty) == status::success);
   CHECK(empty.rows == 0);
   CHECK(empty.cols == 4);
+  // transposed operands with a zero dimension: (3x0)^T * 3x2 is 0x2; 2x0 * (5x0)^T is 2x5 of zeros
+  matrix<float> t;
+  REQUIRE(multiply(matrix<float>(3, 0), true, matrix<float>(3, 2), false, &t) == status::success);
+  CHECK(t.rows == 0);
+  CHECK(t.cols == 2);
+  matrix<float> z(2, 5, 1.0f);
+  REQUIRE(multiply(matrix<float>(2, 0), false, matrix<float>(5, 0), true, &z, 3.0f) == status::success);
+  CHECK(z.v == std::vector<float>(10, 3.0f));
+  // an empty product with beta != 0 needs c of the empty shape too
+  matrix<float> wrong(1, 4);
+  CHECK(multiply(matrix<float>(0, 3), false, matrix<float>(3, 4), false, &wrong, 1.0) == status::invalid_argument);
+  matrix<float> right(0, 4);
+  CHECK(multiply(matrix<float>(0, 3), false, matrix<float>(3, 4), false, &right, 1.0) == status::success);
 }
 
 TEST_CASE("bad shapes and token ids are errors", "[subspace][host]") {
