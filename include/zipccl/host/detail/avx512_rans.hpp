@@ -44,8 +44,8 @@ status decode_rans_body(const std::uint8_t* chunk, std::uint64_t m, const format
 }
 
 // Two dense rANS bodies in one loop (rans_loops::decode_pair_with): four chains of sixteen
-// states in flight instead of two, which Intel's cores overlap (docs/design.md, "The AVX-512 rANS
-// kernels").
+// states in flight instead of two, which a core with room for them overlaps (docs/design.md,
+// "The AVX-512 rANS kernels").
 template <class E>
 bool decode_rans_pair(const std::uint8_t* const (&chunk)[2], const std::uint64_t (&m)[2],
                       const format::chunk_header (&h)[2], const codec_detail::body_shape (&body)[2],

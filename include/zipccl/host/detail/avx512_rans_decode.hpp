@@ -43,11 +43,11 @@ inline __m512i gather16_halves(const std::uint32_t* base, __m512i idx) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_i32gather_epi32(b, _mm512_castsi512_si256(idx), 4)),
                             _mm256_i32gather_epi32(b, _mm512_extracti64x4_epi64(idx, 1), 4), 1);
 }
-// The decoder's gather. Built for AMD Zen 4 or Zen 5 (GCC's -march=znver4 or znver5, which
-// -march=native picks there on a GCC that knows them), two 8-lane gathers, which beat one 16-lane
-// gather in the decoder there on sparse bodies and match it on dense ones; elsewhere
-// one 16-lane gather, which on Intel's AVX-512 cores overlaps far better with a second chunk's
-// work (docs/decisions.md, "Host kernels: AVX-512"). test_simd.cpp checks both on every build.
+// The decoder's gather. Where the build targets a core whose 16-lane gather is split in two
+// anyway (__znver4__ / __znver5__, which GCC's -march=native sets on those cores), two 8-lane
+// gathers, which decode sparse bodies faster there and dense ones as fast; elsewhere one 16-lane
+// gather, which overlaps better with a second chunk's work (docs/decisions.md, "Host kernels:
+// AVX-512", has the figures). test_simd.cpp checks both on every build.
 inline __m512i gather16(const std::uint32_t* base, __m512i idx) {
 #if defined(__znver4__) || defined(__znver5__)
   return gather16_halves(base, idx);
